@@ -1,0 +1,61 @@
+// Client: the CPU backend. Owns the virtual devices, compiles modules and loads executables.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kiln/executable.h"
+#include "kiln/options.h"
+#include "kiln/status.h"
+
+namespace kiln {
+
+struct Device {
+  int id = 0;             // global id
+  int process_index = 0;  // which process of the job owns it
+  std::string kind = "cpu";
+};
+
+// MLIR source to compile: text or bytecode, with a name for diagnostics ("model.mlir").
+struct ModuleSource {
+  std::string bytes;
+  std::string name = "<memory>";
+
+  static Result<ModuleSource> from_file(const std::string& path);
+};
+
+class Client {
+ public:
+  // The CPU client. Device count: `device_count` if > 0, else $KILN_CPU_DEVICE_COUNT, else 1.
+  static Result<std::unique_ptr<Client>> create_cpu(int device_count = 0, int process_index = 0);
+
+  std::string platform() const { return "cpu"; }
+  // Pins everything that changes generated code: kiln and LLVM versions, target triple, CPU
+  // identity and CPU features. Executables compiled under another platform version may differ.
+  const std::string& platform_version() const { return platform_version_; }
+  const std::vector<Device>& devices() const { return devices_; }
+  int process_index() const { return process_index_; }
+
+  // Compiles `source` with `options`. The first call loads the compiler library (libMLIR/libLLVM).
+  Result<std::shared_ptr<Executable>> compile(const ModuleSource& source,
+                                              const CompileOptions& options) const;
+  std::string serialize(const Executable& executable) const { return executable.serialize(); }
+  Result<std::shared_ptr<Executable>> deserialize(std::string_view bytes) const {
+    return Executable::deserialize(bytes);
+  }
+
+ private:
+  Client() = default;
+  std::string platform_version_;
+  std::vector<Device> devices_;
+  int process_index_ = 0;
+};
+
+// kiln's own version, "0.1.0".
+const char* kiln_version();
+// The LLVM/MLIR release kiln was built against, "22.1.8".
+const char* llvm_version();
+
+}  // namespace kiln

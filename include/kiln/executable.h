@@ -1,0 +1,87 @@
+// Executable: a compiled module, loaded and ready to run on the host CPU.
+//
+// The serialised form holds a native shared object plus metadata; loading it needs neither libMLIR
+// nor libLLVM, so a process that only runs cached programs starts in milliseconds.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kiln/buffer.h"
+#include "kiln/status.h"
+
+namespace kiln {
+
+// One callable function of the module, as the caller sees it.
+struct EntryPoint {
+  std::string name;
+  std::vector<TensorType> inputs;
+  std::vector<TensorType> outputs;
+  // Results come from a tensor-level function: kiln's bufferisation makes each result a fresh
+  // allocation the caller owns. Memref-level functions may return views of globals or inputs.
+  bool results_owned = false;
+};
+
+// Where compile time went, in milliseconds.
+struct CompileTimings {
+  double parse_ms = 0;
+  double passes_ms = 0;
+  double llvm_ms = 0;    // translation to LLVM IR and LLVM's optimisation pipeline
+  double codegen_ms = 0;  // machine code emission and linking the shared object
+  double total_ms() const { return parse_ms + passes_ms + llvm_ms + codegen_ms; }
+};
+
+struct ExecutableInfo {
+  std::string module_name;
+  std::string platform_version;  // the client's platform version at compile time
+  std::string effort_level;      // "O2", ...
+  std::string target_cpu;        // LLVM's name of the CPU the code was generated for
+  std::string target_features;   // LLVM feature string used for code generation
+  CompileTimings timings;
+};
+
+class Executable {
+ public:
+  ~Executable();
+  Executable(const Executable&) = delete;
+  Executable& operator=(const Executable&) = delete;
+
+  // Loads a serialised executable. Fails with kCorruption when the bytes are damaged, with
+  // kInvalidArgument when they are not a kiln executable.
+  static Result<std::shared_ptr<Executable>> deserialize(std::string_view bytes);
+  // Builds an executable from its parts (used by the compiler; callers use Client::compile).
+  static Result<std::shared_ptr<Executable>> load(ExecutableInfo info,
+                                                   std::vector<EntryPoint> entry_points,
+                                                   std::string shared_object);
+
+  std::string serialize() const;
+
+  const ExecutableInfo& info() const { return info_; }
+  const std::vector<EntryPoint>& entry_points() const { return entry_points_; }
+  // Size of the native code (the shared object) in bytes.
+  size_t code_size() const { return shared_object_.size(); }
+  // Milliseconds spent making the code runnable in this process (dlopen and symbol lookup).
+  double load_ms() const { return load_ms_; }
+  // REQUIRES: nothing. Returns kNotFound naming the available entries when `name` is unknown.
+  Result<const EntryPoint*> find_entry(const std::string& name) const;
+
+  // Runs `entry` with `inputs` (checked against its signature) and returns its results.
+  // Inputs may be written to by memref-level programs, as they would be under mlir-runner.
+  Result<std::vector<Buffer>> execute(const std::string& entry,
+                                      const std::vector<Buffer>& inputs) const;
+
+ private:
+  Executable() = default;
+
+  ExecutableInfo info_;
+  std::vector<EntryPoint> entry_points_;
+  std::string shared_object_;
+  double load_ms_ = 0;
+  void* library_handle_ = nullptr;
+  std::vector<void*> entry_functions_;  // parallel to entry_points_
+};
+
+}  // namespace kiln

@@ -1,0 +1,16 @@
+// NumPy .npy files in and out (format versions 1–3, little-endian, C order).
+#pragma once
+
+#include <string>
+
+#include "kiln/buffer.h"
+#include "kiln/status.h"
+
+namespace kiln {
+
+Result<Buffer> read_npy(const std::string& path);
+Result<Buffer> parse_npy(const std::string& bytes, const std::string& name_for_errors);
+Status write_npy(const std::string& path, const Buffer& buffer);
+std::string encode_npy(const Buffer& buffer);
+
+}  // namespace kiln

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs kiln's build dependencies (Debian 12 packages only) and builds kiln into build/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  build-essential cmake ninja-build pkg-config binutils
+  llvm-22-dev libmlir-22-dev mlir-22-tools
+  libzstd-dev libssl-dev libxxhash-dev libhiredis-dev redis-server
+  libcli11-dev nlohmann-json3-dev libspdlog-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}"
+fi
+
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+ninja -C build -j2

@@ -1,0 +1,130 @@
+#include "kiln/client.h"
+
+#include <cpuid.h>
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#include "backend/cpu/compiler_interface.h"
+#include "kiln_build_info.h"
+
+namespace kiln {
+namespace {
+
+// A stable description of this CPU without asking LLVM (which the runtime must not load): the
+// vendor, family/model/stepping and every feature word LLVM's host detection reads.
+std::string host_cpu_identity() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  char vendor[13] = {};
+  __get_cpuid(0, &a, &b, &c, &d);
+  unsigned max_leaf = a;
+  std::memcpy(vendor, &b, 4);
+  std::memcpy(vendor + 4, &d, 4);
+  std::memcpy(vendor + 8, &c, 4);
+  std::ostringstream out;
+  out << vendor;
+  __get_cpuid(1, &a, &b, &c, &d);
+  out << std::hex << ";sig=" << a << ";f1=" << c << "." << d;
+  if (max_leaf >= 7) {
+    __cpuid_count(7, 0, a, b, c, d);
+    out << ";f7=" << b << "." << c << "." << d;
+    __cpuid_count(7, 1, a, b, c, d);
+    out << ";f7s1=" << a;
+  }
+  __get_cpuid(0x80000001, &a, &b, &c, &d);
+  out << ";fx=" << c << "." << d;
+  return out.str();
+}
+
+// The compiler half lives next to libkiln; $KILN_COMPILER_LIBRARY overrides the path.
+std::string compiler_library_path() {
+  if (const char* env = std::getenv("KILN_COMPILER_LIBRARY")) return env;
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&kiln_version), &info) != 0 && info.dli_fname != nullptr) {
+    std::string self = info.dli_fname;
+    size_t slash = self.rfind('/');
+    if (slash != std::string::npos) return self.substr(0, slash + 1) + "libkiln_compiler.so";
+  }
+  return "libkiln_compiler.so";
+}
+
+Result<cpu::ModuleCompiler*> module_compiler() {
+  static std::once_flag once;
+  static cpu::ModuleCompiler* compiler = nullptr;
+  static Status load_status;
+  std::call_once(once, [] {
+    std::string path = compiler_library_path();
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      const char* why = dlerror();
+      load_status = internal_error("cannot load kiln's compiler library " + path + ": " +
+                                   (why ? why : "unknown") +
+                                   "; set KILN_COMPILER_LIBRARY to its path");
+      return;
+    }
+    auto create = reinterpret_cast<cpu::CreateModuleCompilerFn>(
+        dlsym(handle, cpu::kCreateModuleCompilerSymbol));
+    if (create == nullptr) {
+      load_status = internal_error(path + " does not export " +
+                                   std::string(cpu::kCreateModuleCompilerSymbol));
+      return;
+    }
+    compiler = create();
+  });
+  if (!load_status.ok()) return load_status;
+  return compiler;
+}
+
+}  // namespace
+
+const char* kiln_version() { return KILN_VERSION; }
+const char* llvm_version() { return KILN_LLVM_VERSION; }
+
+Result<ModuleSource> ModuleSource::from_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return invalid_argument("cannot open " + path + ": " + std::strerror(errno));
+  }
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  ModuleSource source;
+  source.bytes = bytes.str();
+  source.name = path;
+  return source;
+}
+
+Result<std::unique_ptr<Client>> Client::create_cpu(int device_count, int process_index) {
+  if (device_count <= 0) {
+    device_count = 1;
+    if (const char* env = std::getenv("KILN_CPU_DEVICE_COUNT")) {
+      char* end = nullptr;
+      long n = std::strtol(env, &end, 10);
+      if (end == env || *end != '\0' || n < 1 || n > 4096) {
+        return invalid_argument(std::string("KILN_CPU_DEVICE_COUNT='") + env +
+                                "' is not a device count between 1 and 4096");
+      }
+      device_count = static_cast<int>(n);
+    }
+  }
+  std::unique_ptr<Client> client(new Client());
+  client->process_index_ = process_index;
+  for (int i = 0; i < device_count; ++i) client->devices_.push_back(Device{i, process_index, "cpu"});
+  client->platform_version_ = std::string("kiln ") + KILN_VERSION + "; llvm " + KILN_LLVM_VERSION +
+                              "; " + KILN_TARGET_TRIPLE + "; " + host_cpu_identity();
+  return client;
+}
+
+Result<std::shared_ptr<Executable>> Client::compile(const ModuleSource& source,
+                                                    const CompileOptions& options) const {
+  KILN_ASSIGN_OR_RETURN(cpu::ModuleCompiler * compiler, module_compiler());
+  KILN_ASSIGN_OR_RETURN(cpu::CompiledModule compiled, compiler->compile(source, options));
+  compiled.info.platform_version = platform_version_;
+  return Executable::load(std::move(compiled.info), std::move(compiled.entry_points),
+                          std::move(compiled.shared_object));
+}
+
+}  // namespace kiln

@@ -1,0 +1,39 @@
+// The boundary between the always-loaded runtime (libkiln) and the compiler half
+// (libkiln_compiler, which links libMLIR and libLLVM). The runtime dlopens the compiler only when
+// it has to compile, so this header must not include MLIR or LLVM.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kiln/client.h"
+#include "kiln/executable.h"
+#include "kiln/options.h"
+#include "kiln/status.h"
+
+namespace kiln::cpu {
+
+// What the compiler hands back: everything Executable::load needs.
+struct CompiledModule {
+  ExecutableInfo info;
+  std::vector<EntryPoint> entry_points;
+  std::string shared_object;  // an ELF shared object exporting one packed entry per EntryPoint
+};
+
+class ModuleCompiler {
+ public:
+  virtual ~ModuleCompiler() = default;
+  virtual Result<CompiledModule> compile(const ModuleSource& source,
+                                         const CompileOptions& options) = 0;
+};
+
+// Packed entry symbol for a function: void(void** args), args = [results*, inputs...].
+inline std::string packed_entry_symbol(const std::string& function_name) {
+  return "_kiln_entry_" + function_name;
+}
+
+// libkiln_compiler exports this factory with C linkage.
+using CreateModuleCompilerFn = ModuleCompiler* (*)();
+inline constexpr const char* kCreateModuleCompilerSymbol = "kiln_cpu_create_module_compiler";
+
+}  // namespace kiln::cpu

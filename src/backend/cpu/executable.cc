@@ -1,0 +1,330 @@
+// Loading and running a compiled executable. Deliberately free of MLIR and LLVM: this is the code a
+// cache hit runs.
+#include "kiln/executable.h"
+
+#include <dlfcn.h>
+#include <malloc.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "backend/cpu/compiler_interface.h"
+
+namespace kiln {
+namespace {
+
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'E', 'X', 'E', '1'};
+constexpr uint32_t kFormatVersion = 1;
+
+// Fixed-size header in front of the metadata and the shared object; all fields little-endian.
+struct SerializedHeader {
+  char magic[8];
+  uint32_t format_version;
+  uint32_t reserved;
+  uint64_t metadata_size;
+  uint64_t object_size;
+  uint64_t checksum;  // XXH3-64 over metadata and object bytes
+};
+static_assert(sizeof(SerializedHeader) == 40);
+
+using PackedEntry = void (*)(void**);
+
+nlohmann::json tensor_type_to_json(const TensorType& type) {
+  return {{"dtype", dtype_name(type.dtype)}, {"shape", type.shape}};
+}
+
+Result<TensorType> tensor_type_from_json(const nlohmann::json& j) {
+  KILN_ASSIGN_OR_RETURN(DType dtype, parse_dtype(j.at("dtype").get<std::string>()));
+  return TensorType{dtype, j.at("shape").get<std::vector<int64_t>>()};
+}
+
+// Generated code mallocs its temporaries on every call; glibc's default trimming and mmap
+// thresholds would hand big blocks back to the kernel each time and fault them in again.
+void keep_freed_memory_for_reuse() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  });
+}
+
+// MLIR's strided memref descriptor, rank-erased: {allocated, aligned, offset, sizes[r], strides[r]}.
+struct DescriptorView {
+  int64_t* slots;
+  int rank;
+  void* allocated() const { return reinterpret_cast<void*>(slots[0]); }
+  char* aligned() const { return reinterpret_cast<char*>(slots[1]); }
+  int64_t offset() const { return slots[2]; }
+  int64_t size(int i) const { return slots[3 + i]; }
+  int64_t stride(int i) const { return slots[3 + rank + i]; }
+};
+
+size_t descriptor_slots(size_t rank) { return 3 + 2 * rank; }
+
+void fill_input_descriptor(int64_t* slots, const Buffer& buffer) {
+  size_t rank = buffer.shape().size();
+  slots[0] = reinterpret_cast<int64_t>(buffer.data());
+  slots[1] = reinterpret_cast<int64_t>(buffer.data());
+  slots[2] = 0;
+  int64_t stride = 1;
+  for (size_t i = rank; i-- > 0;) {
+    slots[3 + i] = buffer.shape()[i];
+    slots[3 + rank + i] = stride;
+    stride *= buffer.shape()[i];
+  }
+}
+
+// Copies a possibly strided result into a fresh dense buffer.
+void copy_strided(const DescriptorView& d, size_t element_size, char* out) {
+  std::vector<int64_t> index(d.rank, 0);
+  int64_t total = 1;
+  for (int i = 0; i < d.rank; ++i) total *= d.size(i);
+  for (int64_t n = 0; n < total; ++n) {
+    int64_t offset = d.offset();
+    for (int i = 0; i < d.rank; ++i) offset += index[i] * d.stride(i);
+    std::memcpy(out + n * element_size, d.aligned() + offset * element_size, element_size);
+    for (int i = d.rank; i-- > 0;) {
+      if (++index[i] < d.size(i)) break;
+      index[i] = 0;
+    }
+  }
+}
+
+bool is_dense_row_major(const DescriptorView& d) {
+  int64_t expected = 1;
+  for (int i = d.rank; i-- > 0;) {
+    if (d.size(i) != 1 && d.stride(i) != expected) return false;
+    expected *= d.size(i);
+  }
+  return true;
+}
+
+}  // namespace
+
+Executable::~Executable() {
+  if (library_handle_ != nullptr) dlclose(library_handle_);
+}
+
+Result<std::shared_ptr<Executable>> Executable::load(ExecutableInfo info,
+                                                     std::vector<EntryPoint> entry_points,
+                                                     std::string shared_object) {
+  auto start = std::chrono::steady_clock::now();
+  keep_freed_memory_for_reuse();
+  std::shared_ptr<Executable> exe(new Executable());
+  exe->info_ = std::move(info);
+  exe->entry_points_ = std::move(entry_points);
+  exe->shared_object_ = std::move(shared_object);
+
+  // dlopen needs a path; an anonymous memory file gives one without touching the disk.
+  int fd = memfd_create("kiln-executable", MFD_CLOEXEC);
+  if (fd < 0) return io_error(std::string("memfd_create failed: ") + std::strerror(errno));
+  const char* data = exe->shared_object_.data();
+  size_t left = exe->shared_object_.size();
+  while (left > 0) {
+    ssize_t n = write(fd, data, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      close(fd);
+      return io_error(std::string("writing executable to memory file failed: ") +
+                      std::strerror(err));
+    }
+    data += n;
+    left -= static_cast<size_t>(n);
+  }
+  std::string path = "/proc/self/fd/" + std::to_string(fd);
+  exe->library_handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  close(fd);
+  if (exe->library_handle_ == nullptr) {
+    const char* why = dlerror();
+    return corruption(std::string("cannot load executable code: ") + (why ? why : "unknown"));
+  }
+  for (const EntryPoint& entry : exe->entry_points_) {
+    std::string symbol = cpu::packed_entry_symbol(entry.name);
+    void* fn = dlsym(exe->library_handle_, symbol.c_str());
+    if (fn == nullptr) {
+      return corruption("executable has no code for entry '" + entry.name + "' (symbol " +
+                        symbol + ")");
+    }
+    exe->entry_functions_.push_back(fn);
+  }
+  exe->load_ms_ =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return exe;
+}
+
+std::string Executable::serialize() const {
+  nlohmann::json meta;
+  meta["module_name"] = info_.module_name;
+  meta["platform_version"] = info_.platform_version;
+  meta["effort_level"] = info_.effort_level;
+  meta["target_cpu"] = info_.target_cpu;
+  meta["target_features"] = info_.target_features;
+  meta["timings_ms"] = {{"parse", info_.timings.parse_ms},
+                        {"passes", info_.timings.passes_ms},
+                        {"llvm", info_.timings.llvm_ms},
+                        {"codegen", info_.timings.codegen_ms}};
+  nlohmann::json entries = nlohmann::json::array();
+  for (const EntryPoint& e : entry_points_) {
+    nlohmann::json in = nlohmann::json::array(), out = nlohmann::json::array();
+    for (const TensorType& t : e.inputs) in.push_back(tensor_type_to_json(t));
+    for (const TensorType& t : e.outputs) out.push_back(tensor_type_to_json(t));
+    entries.push_back(
+        {{"name", e.name}, {"inputs", in}, {"outputs", out}, {"results_owned", e.results_owned}});
+  }
+  meta["entries"] = entries;
+  std::string metadata = meta.dump();
+
+  SerializedHeader header{};
+  std::memcpy(header.magic, kMagic, sizeof(kMagic));
+  header.format_version = kFormatVersion;
+  header.metadata_size = metadata.size();
+  header.object_size = shared_object_.size();
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  XXH3_64bits_update(state, metadata.data(), metadata.size());
+  XXH3_64bits_update(state, shared_object_.data(), shared_object_.size());
+  header.checksum = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+
+  std::string out;
+  out.reserve(sizeof(header) + metadata.size() + shared_object_.size());
+  out.append(reinterpret_cast<const char*>(&header), sizeof(header));
+  out += metadata;
+  out += shared_object_;
+  return out;
+}
+
+Result<std::shared_ptr<Executable>> Executable::deserialize(std::string_view bytes) {
+  SerializedHeader header;
+  if (bytes.size() < sizeof(header) || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) {
+    return invalid_argument("not a kiln executable (bad magic); compile one with `kiln compile`");
+  }
+  std::memcpy(&header, bytes.data(), sizeof(header));
+  if (header.format_version != kFormatVersion) {
+    return invalid_argument("kiln executable format version " +
+                            std::to_string(header.format_version) + " is not supported (this kiln "
+                            "reads version " + std::to_string(kFormatVersion) + "); recompile it");
+  }
+  uint64_t body = bytes.size() - sizeof(header);
+  if (header.metadata_size > body || header.object_size != body - header.metadata_size) {
+    return corruption("kiln executable is truncated or has trailing bytes");
+  }
+  std::string_view metadata = bytes.substr(sizeof(header), header.metadata_size);
+  std::string_view object = bytes.substr(sizeof(header) + header.metadata_size);
+  if (XXH3_64bits(bytes.data() + sizeof(header), body) != header.checksum) {
+    return corruption("kiln executable checksum mismatch: the bytes were damaged");
+  }
+  ExecutableInfo info;
+  std::vector<EntryPoint> entries;
+  try {
+    nlohmann::json meta = nlohmann::json::parse(metadata);
+    info.module_name = meta.at("module_name").get<std::string>();
+    info.platform_version = meta.at("platform_version").get<std::string>();
+    info.effort_level = meta.at("effort_level").get<std::string>();
+    info.target_cpu = meta.at("target_cpu").get<std::string>();
+    info.target_features = meta.at("target_features").get<std::string>();
+    const auto& t = meta.at("timings_ms");
+    info.timings = {t.at("parse").get<double>(), t.at("passes").get<double>(),
+                    t.at("llvm").get<double>(), t.at("codegen").get<double>()};
+    for (const auto& e : meta.at("entries")) {
+      EntryPoint entry;
+      entry.name = e.at("name").get<std::string>();
+      entry.results_owned = e.at("results_owned").get<bool>();
+      for (const auto& in : e.at("inputs")) {
+        KILN_ASSIGN_OR_RETURN(TensorType type, tensor_type_from_json(in));
+        entry.inputs.push_back(type);
+      }
+      for (const auto& out : e.at("outputs")) {
+        KILN_ASSIGN_OR_RETURN(TensorType type, tensor_type_from_json(out));
+        entry.outputs.push_back(type);
+      }
+      entries.push_back(std::move(entry));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return corruption(std::string("kiln executable metadata is malformed: ") + e.what());
+  }
+  return load(std::move(info), std::move(entries), std::string(object));
+}
+
+Result<const EntryPoint*> Executable::find_entry(const std::string& name) const {
+  std::string names;
+  for (const EntryPoint& e : entry_points_) {
+    if (e.name == name) return &e;
+    names += (names.empty() ? "" : ", ") + e.name;
+  }
+  return not_found("no entry function '" + name + "' in module '" + info_.module_name +
+                   "'; its public functions are: " + (names.empty() ? "(none)" : names));
+}
+
+Result<std::vector<Buffer>> Executable::execute(const std::string& entry_name,
+                                                const std::vector<Buffer>& inputs) const {
+  KILN_ASSIGN_OR_RETURN(const EntryPoint* entry, find_entry(entry_name));
+  if (inputs.size() != entry->inputs.size()) {
+    return invalid_argument("entry '" + entry->name + "' takes " +
+                            std::to_string(entry->inputs.size()) + " argument(s), " +
+                            std::to_string(inputs.size()) + " given");
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorType& want = entry->inputs[i];
+    const Buffer& got = inputs[i];
+    bool shape_ok = got.shape().size() == want.shape.size();
+    for (size_t d = 0; shape_ok && d < want.shape.size(); ++d)
+      shape_ok = want.shape[d] == kDynamicDim || want.shape[d] == got.shape()[d];
+    if (got.dtype() != want.dtype || !shape_ok) {
+      return invalid_argument("argument " + std::to_string(i) + " of '" + entry->name +
+                              "': expected " + want.to_string() + ", given " +
+                              got.type().to_string());
+    }
+  }
+
+  // Packed call: args[0] points at the results slot (if any), then one slot per input.
+  size_t result_slots = 0;
+  for (const TensorType& t : entry->outputs) result_slots += descriptor_slots(t.shape.size());
+  std::vector<int64_t> result_storage(result_slots, 0);
+  std::vector<std::vector<int64_t>> input_storage(inputs.size());
+  std::vector<void*> pointers;  // the values the packed args point at
+  pointers.reserve(inputs.size() + 1);
+  if (!entry->outputs.empty()) pointers.push_back(result_storage.data());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    input_storage[i].resize(descriptor_slots(inputs[i].shape().size()));
+    fill_input_descriptor(input_storage[i].data(), inputs[i]);
+    pointers.push_back(input_storage[i].data());
+  }
+  std::vector<void*> args(pointers.size());
+  for (size_t i = 0; i < pointers.size(); ++i) args[i] = &pointers[i];
+
+  size_t entry_index = static_cast<size_t>(entry - entry_points_.data());
+  reinterpret_cast<PackedEntry>(entry_functions_[entry_index])(args.data());
+
+  std::vector<Buffer> results;
+  std::map<void*, std::shared_ptr<void>> owners;  // one owner per allocation, even if shared
+  size_t slot = 0;
+  for (const TensorType& type : entry->outputs) {
+    DescriptorView d{result_storage.data() + slot, static_cast<int>(type.shape.size())};
+    slot += descriptor_slots(type.shape.size());
+    std::vector<int64_t> shape(d.rank);
+    for (int i = 0; i < d.rank; ++i) shape[i] = d.size(i);
+    size_t element_size = dtype_size(type.dtype);
+    if (entry->results_owned) {
+      std::shared_ptr<void>& owner = owners[d.allocated()];
+      if (!owner) owner = std::shared_ptr<void>(d.allocated(), [](void* p) { std::free(p); });
+      if (is_dense_row_major(d)) {
+        results.emplace_back(type.dtype, shape, d.aligned() + d.offset() * element_size, owner);
+        continue;
+      }
+    }
+    Buffer copy(type.dtype, shape);
+    copy_strided(d, element_size, static_cast<char*>(copy.data()));
+    results.push_back(std::move(copy));
+  }
+  return results;
+}
+
+}  // namespace kiln

@@ -1,0 +1,169 @@
+// The small runtime library that MLIR-generated code calls: memref copies and the printing
+// functions of MLIR's runner utilities, with the output mlir-runner gives. kiln provides its own
+// because Debian's libmlir_c_runner_utils.so pulls in libMLIR and libLLVM, which a process that only
+// runs cached executables must not load.
+#include <cinttypes>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <iostream>
+#include <vector>
+
+namespace {
+
+struct UnrankedMemRef {
+  int64_t rank;
+  void* descriptor;
+};
+
+// A rank-erased view of {allocated, aligned, offset, sizes[rank], strides[rank]}.
+template <typename T>
+struct StridedView {
+  int64_t rank;
+  T* data;
+  int64_t offset;
+  const int64_t* sizes;
+  const int64_t* strides;
+
+  StridedView(int64_t r, void* descriptor) : rank(r) {
+    auto* slots = static_cast<int64_t*>(descriptor);
+    data = reinterpret_cast<T*>(slots[1]);
+    offset = slots[2];
+    sizes = slots + 3;
+    strides = slots + 3 + rank;
+  }
+};
+
+void print_spaces(std::ostream& os, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) os << ' ';
+}
+
+// Nested, bracketed rows; the spacing matches mlir-runner's so outputs compare byte for byte.
+template <typename T>
+void print_data(std::ostream& os, const T* base, int64_t dim, int64_t rank, int64_t offset,
+                const int64_t* sizes, const int64_t* strides) {
+  if (dim == 0) {
+    os << base[offset];
+    return;
+  }
+  os << "[";
+  if (sizes[0] > 0) print_data(os, base, dim - 1, rank, offset, sizes + 1, strides + 1);
+  if (sizes[0] <= 1) {
+    os << "]";
+    return;
+  }
+  os << ", ";
+  if (dim > 1) os << "\n";
+  for (int64_t i = 1; i + 1 < sizes[0]; ++i) {
+    print_spaces(os, rank - dim + 1);
+    print_data(os, base, dim - 1, rank, offset + i * strides[0], sizes + 1, strides + 1);
+    os << ", ";
+    if (dim > 1) os << "\n";
+  }
+  print_spaces(os, rank - dim + 1);
+  print_data(os, base, dim - 1, rank, offset + strides[0] * (sizes[0] - 1), sizes + 1,
+             strides + 1);
+  os << "]";
+}
+
+template <typename T>
+void print_memref(int64_t rank, void* descriptor) {
+  StridedView<T> v(rank, descriptor);
+  std::ostream& os = std::cout;
+  os << "Unranked Memref base@ = " << std::hex << std::showbase
+     << reinterpret_cast<std::intptr_t>(v.data) << std::dec << std::noshowbase
+     << " rank = " << v.rank << " offset = " << v.offset << " sizes = [";
+  for (int64_t i = 0; i < rank; ++i) os << (i ? ", " : "") << v.sizes[i];
+  os << "] strides = [";
+  for (int64_t i = 0; i < rank; ++i) os << (i ? ", " : "") << v.strides[i];
+  os << "] data = \n";
+  if (rank == 0) os << "[";
+  print_data(os, v.data, rank, rank, v.offset, v.sizes, v.strides);
+  if (rank == 0) os << "]";
+  os << std::endl;
+}
+
+}  // namespace
+
+extern "C" {
+
+// Copies between two memrefs of the same shape and element size, any strides.
+__attribute__((visibility("default"))) void memrefCopy(int64_t element_size, UnrankedMemRef* src,
+                                                       UnrankedMemRef* dst) {
+  int64_t rank = src->rank;
+  auto* s = static_cast<int64_t*>(src->descriptor);
+  auto* d = static_cast<int64_t*>(dst->descriptor);
+  char* src_data = reinterpret_cast<char*>(s[1]) + s[2] * element_size;
+  char* dst_data = reinterpret_cast<char*>(d[1]) + d[2] * element_size;
+  const int64_t* sizes = s + 3;
+  const int64_t* src_strides = s + 3 + rank;
+  const int64_t* dst_strides = d + 3 + rank;
+  int64_t total = 1;
+  for (int64_t i = 0; i < rank; ++i) total *= sizes[i];
+  if (total == 0) return;
+  std::vector<int64_t> index(rank, 0);
+  int64_t src_off = 0, dst_off = 0;
+  for (int64_t n = 0; n < total; ++n) {
+    std::memcpy(dst_data + dst_off * element_size, src_data + src_off * element_size,
+                element_size);
+    for (int64_t i = rank; i-- > 0;) {
+      src_off += src_strides[i];
+      dst_off += dst_strides[i];
+      if (++index[i] < sizes[i]) break;
+      src_off -= src_strides[i] * sizes[i];
+      dst_off -= dst_strides[i] * sizes[i];
+      index[i] = 0;
+    }
+  }
+}
+
+#define KILN_PRINT_MEMREF(suffix, type)                                                    \
+  __attribute__((visibility("default"))) void _mlir_ciface_printMemref##suffix(          \
+      UnrankedMemRef* m) {                                                                \
+    print_memref<type>(m->rank, m->descriptor);                                           \
+  }                                                                                       \
+  __attribute__((visibility("default"))) void printMemref##suffix(int64_t rank, void* d) { \
+    print_memref<type>(rank, d);                                                          \
+  }
+
+KILN_PRINT_MEMREF(F32, float)
+KILN_PRINT_MEMREF(F64, double)
+KILN_PRINT_MEMREF(I32, int32_t)
+KILN_PRINT_MEMREF(I64, int64_t)
+#undef KILN_PRINT_MEMREF
+
+__attribute__((visibility("default"))) void printF32(float f) {
+  if (std::isnan(f) && std::signbit(f))
+    std::fputs("-nan", stdout);
+  else
+    std::fprintf(stdout, "%g", f);
+}
+__attribute__((visibility("default"))) void printF64(double d) {
+  if (std::isnan(d) && std::signbit(d))
+    std::fputs("-nan", stdout);
+  else
+    std::fprintf(stdout, "%lg", d);
+}
+__attribute__((visibility("default"))) void printI64(int64_t i) {
+  std::fprintf(stdout, "%" PRId64, i);
+}
+__attribute__((visibility("default"))) void printU64(uint64_t u) {
+  std::fprintf(stdout, "%" PRIu64, u);
+}
+__attribute__((visibility("default"))) void printString(const char* s) { std::fputs(s, stdout); }
+__attribute__((visibility("default"))) void printOpen() { std::fputs("( ", stdout); }
+__attribute__((visibility("default"))) void printClose() { std::fputs(" )", stdout); }
+__attribute__((visibility("default"))) void printComma() { std::fputs(", ", stdout); }
+__attribute__((visibility("default"))) void printNewline() { std::fputc('\n', stdout); }
+__attribute__((visibility("default"))) double rtclock() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+__attribute__((visibility("default"))) void printFlops(double flops) {
+  std::fprintf(stderr, "%lf GFLOPS\n", flops / 1.0e9);
+}
+
+}  // extern "C"

@@ -1,0 +1,416 @@
+// kiln's CPU compiler: MLIR text/bytecode → MLIR passes → LLVM IR → native object → shared object.
+// The only translation unit that includes MLIR and LLVM headers; it is built into
+// libkiln_compiler, which the runtime loads on the first compile.
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <spawn.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#include "backend/cpu/compiler_interface.h"
+#include "compiler_cpu/pipeline.h"
+#include "compiler_cpu/transform_scripts.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Transform/IR/TransformOps.h"
+#include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassInstrumentation.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+namespace kiln::cpu {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double elapsed_ms(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// Remembers which pass failed, so errors can name it.
+class FailedPassRecorder : public mlir::PassInstrumentation {
+ public:
+  explicit FailedPassRecorder(std::string* failed) : failed_(failed) {}
+  void runAfterPassFailed(mlir::Pass* pass, mlir::Operation*) override {
+    if (failed_->empty()) *failed_ = pass->getArgument().str();
+  }
+
+ private:
+  std::string* failed_;
+};
+
+Result<TensorType> tensor_type_of(mlir::Type type) {
+  auto shaped = mlir::dyn_cast<mlir::ShapedType>(type);
+  if (!shaped || !(mlir::isa<mlir::RankedTensorType>(type) || mlir::isa<mlir::MemRefType>(type)))
+    return unimplemented("only ranked tensor and memref arguments/results are supported");
+  TensorType out;
+  mlir::Type element = shaped.getElementType();
+  if (element.isF32()) out.dtype = DType::kF32;
+  else if (element.isF64()) out.dtype = DType::kF64;
+  else if (element.isInteger(1)) out.dtype = DType::kI1;
+  else if (element.isInteger(8)) out.dtype = DType::kI8;
+  else if (element.isInteger(16)) out.dtype = DType::kI16;
+  else if (element.isInteger(32)) out.dtype = DType::kI32;
+  else if (element.isInteger(64)) out.dtype = DType::kI64;
+  else return unimplemented("element type is not one of f32, f64, i1, i8, i16, i32, i64");
+  for (int64_t d : shaped.getShape()) out.shape.push_back(mlir::ShapedType::isDynamic(d) ? kDynamicDim : d);
+  return out;
+}
+
+std::string location_text(mlir::Location loc) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (auto file = mlir::dyn_cast<mlir::FileLineColLoc>(loc)) {
+    os << file.getFilename().getValue() << ":" << file.getLine() << ":" << file.getColumn();
+  } else {
+    loc.print(os);
+  }
+  return text;
+}
+
+// Runs `cmd` (argv) and returns its exit status; output is captured into `output`.
+Status run_command(const std::vector<std::string>& argv, const std::string& log_path) {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0600);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  pid_t pid = 0;
+  int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
+    return internal_error("cannot run the linker '" + argv[0] + "': " + std::strerror(rc) +
+                          "; install binutils");
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::ifstream log(log_path);
+    std::stringstream text;
+    text << log.rdbuf();
+    return internal_error("linking the executable failed: " + text.str());
+  }
+  return Status();
+}
+
+Result<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return io_error("cannot read " + path);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+// Links one relocatable object into a shared object with the system linker.
+Result<std::string> link_shared_object(const llvm::SmallVectorImpl<char>& object) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string dir_template = std::string(tmp && *tmp ? tmp : "/tmp") + "/kiln-link-XXXXXX";
+  if (mkdtemp(dir_template.data()) == nullptr)
+    return io_error("cannot create a temporary directory for linking: " +
+                    std::string(std::strerror(errno)));
+  std::string dir = dir_template;
+  std::string object_path = dir + "/module.o", library_path = dir + "/module.so",
+              log_path = dir + "/link.log";
+  {
+    std::ofstream out(object_path, std::ios::binary);
+    out.write(object.data(), static_cast<std::streamsize>(object.size()));
+    if (!out) return io_error("cannot write " + object_path);
+  }
+  // -Bsymbolic: calls inside the module never resolve to same-named symbols of the host process.
+  Status linked = run_command({"ld", "-shared", "-Bsymbolic", "--build-id=none", "-z",
+                               "noexecstack", "-o", library_path, object_path},
+                              log_path);
+  Result<std::string> library = linked.ok() ? read_file(library_path) : Result<std::string>(linked);
+  std::remove(object_path.c_str());
+  std::remove(library_path.c_str());
+  std::remove(log_path.c_str());
+  rmdir(dir.c_str());
+  return library;
+}
+
+// Adds `void _kiln_entry_F(void** args)` for each entry F: loads each argument of the C interface
+// wrapper `_mlir_ciface_F` through one pointer and calls it, so the runtime needs one call shape.
+Status add_packed_entries(llvm::Module& module, const std::vector<EntryPoint>& entries) {
+  llvm::LLVMContext& ctx = module.getContext();
+  auto* ptr_type = llvm::PointerType::getUnqual(ctx);
+  auto* packed_type = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr_type}, false);
+  for (const EntryPoint& entry : entries) {
+    llvm::Function* target = module.getFunction("_mlir_ciface_" + entry.name);
+    if (target == nullptr) return internal_error("no C interface for entry '" + entry.name + "'");
+    auto* packed = llvm::Function::Create(packed_type, llvm::GlobalValue::ExternalLinkage,
+                                          packed_entry_symbol(entry.name), module);
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", packed));
+    llvm::Value* args = packed->getArg(0);
+    std::vector<llvm::Value*> call_args;
+    for (unsigned i = 0; i < target->arg_size(); ++i) {
+      llvm::Value* slot = b.CreateConstGEP1_64(ptr_type, args, i);
+      llvm::Value* value_ptr = b.CreateLoad(ptr_type, slot);
+      call_args.push_back(b.CreateLoad(target->getArg(i)->getType(), value_ptr));
+    }
+    llvm::CallInst* call = b.CreateCall(target, call_args);
+    if (!call->getType()->isVoidTy()) {
+      llvm::Value* slot = b.CreateConstGEP1_64(ptr_type, args, target->arg_size());
+      b.CreateStore(call, b.CreateLoad(ptr_type, slot));
+    }
+    b.CreateRetVoid();
+  }
+  // Only the packed entries are the executable's interface; everything else stays inside it.
+  for (llvm::Function& f : module.functions()) {
+    if (!f.isDeclaration() && !f.getName().starts_with("_kiln_entry_"))
+      f.setVisibility(llvm::GlobalValue::HiddenVisibility);
+  }
+  for (llvm::GlobalVariable& g : module.globals()) {
+    if (!g.isDeclaration()) g.setVisibility(llvm::GlobalValue::HiddenVisibility);
+  }
+  return Status();
+}
+
+class MlirModuleCompiler : public ModuleCompiler {
+ public:
+  MlirModuleCompiler() {
+    mlir::registerAllDialects(registry_);
+    mlir::registerAllExtensions(registry_);
+    mlir::registerAllToLLVMIRTranslations(registry_);
+    mlir::registerAllPasses();
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    host_cpu_ = llvm::sys::getHostCPUName().str();
+    std::vector<std::string> features;
+    for (const auto& f : llvm::sys::getHostCPUFeatures())
+      features.push_back((f.getValue() ? "+" : "-") + f.getKey().str());
+    std::sort(features.begin(), features.end());
+    for (const std::string& f : features) host_features_ += (host_features_.empty() ? "" : ",") + f;
+    triple_ = llvm::sys::getProcessTriple();
+  }
+
+  Result<CompiledModule> compile(const ModuleSource& source,
+                                 const CompileOptions& options) override {
+    // One compile at a time per compiler: MLIR contexts are cheap, but pass registration and
+    // LLVM's command-line state are process-global.
+    std::lock_guard<std::mutex> lock(mutex_);
+    EffortLevel level = resolve_effort_level(options.optimization_level);
+    CompiledModule result;
+    result.info.effort_level = effort_level_name(level);
+    result.info.target_cpu = host_cpu_;
+    result.info.target_features = host_features_;
+
+    mlir::MLIRContext context(registry_);
+    context.allowUnregisteredDialects(false);
+    llvm::SourceMgr source_mgr;
+    source_mgr.AddNewSourceBuffer(
+        llvm::MemoryBuffer::getMemBufferCopy(source.bytes, source.name), llvm::SMLoc());
+    std::string diagnostics;
+    llvm::raw_string_ostream diagnostic_stream(diagnostics);
+    mlir::SourceMgrDiagnosticHandler handler(source_mgr, &context, diagnostic_stream);
+
+    auto start = Clock::now();
+    mlir::OwningOpRef<mlir::ModuleOp> module =
+        mlir::parseSourceFile<mlir::ModuleOp>(source_mgr, mlir::ParserConfig(&context));
+    result.info.timings.parse_ms = elapsed_ms(start);
+    if (!module) {
+      return invalid_argument(diagnostics.empty() ? source.name + ": cannot parse the module"
+                                                  : diagnostics);
+    }
+    result.info.module_name = module->getSymName() ? module->getSymName()->str() : "module";
+
+    KILN_RETURN_IF_ERROR(collect_entry_points(*module, result.entry_points));
+
+    start = Clock::now();
+    Pipeline pipeline = build_pipeline(level, options.disabled_passes);
+    KILN_RETURN_IF_ERROR(run_passes(*module, pipeline.before_vectorize, diagnostics));
+    if (pipeline.tile_and_vectorize)
+      KILN_RETURN_IF_ERROR(run_transform_script(*module, kTileAndVectorizeScript, diagnostics));
+    KILN_RETURN_IF_ERROR(run_passes(*module, pipeline.after_vectorize, diagnostics));
+    if (std::getenv("KILN_DEBUG_LOWERED")) module->print(llvm::errs());
+    KILN_RETURN_IF_ERROR(check_fully_lowered(*module));
+    result.info.timings.passes_ms = elapsed_ms(start);
+
+    start = Clock::now();
+    llvm::LLVMContext llvm_context;
+    std::unique_ptr<llvm::Module> llvm_module = mlir::translateModuleToLLVMIR(*module, llvm_context);
+    if (!llvm_module) {
+      return compile_error("translation to LLVM IR failed:\n" + diagnostics);
+    }
+    KILN_RETURN_IF_ERROR(add_packed_entries(*llvm_module, result.entry_points));
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> machine,
+                          create_target_machine(pipeline.llvm_opt_level));
+    llvm_module->setDataLayout(machine->createDataLayout());
+    llvm_module->setTargetTriple(machine->getTargetTriple());
+    optimize(*llvm_module, *machine, pipeline.llvm_opt_level);
+    result.info.timings.llvm_ms = elapsed_ms(start);
+
+    start = Clock::now();
+    llvm::SmallVector<char, 0> object;
+    {
+      llvm::raw_svector_ostream object_stream(object);
+      llvm::legacy::PassManager codegen;
+      if (machine->addPassesToEmitFile(codegen, object_stream, nullptr,
+                                       llvm::CodeGenFileType::ObjectFile)) {
+        return internal_error("LLVM cannot emit object code for " + triple_);
+      }
+      codegen.run(*llvm_module);
+    }
+    KILN_ASSIGN_OR_RETURN(result.shared_object, link_shared_object(object));
+    result.info.timings.codegen_ms = elapsed_ms(start);
+    return result;
+  }
+
+ private:
+  Status collect_entry_points(mlir::ModuleOp module, std::vector<EntryPoint>& entries) {
+    for (auto func : module.getOps<mlir::func::FuncOp>()) {
+      if (func.isPrivate() || func.isExternal()) continue;
+      EntryPoint entry;
+      entry.name = func.getSymName().str();
+      bool callable = true;
+      auto type = func.getFunctionType();
+      for (mlir::Type t : type.getInputs()) {
+        Result<TensorType> tt = tensor_type_of(t);
+        if (!tt.ok()) { callable = false; break; }
+        entry.inputs.push_back(*tt);
+      }
+      for (mlir::Type t : type.getResults()) {
+        Result<TensorType> tt = tensor_type_of(t);
+        if (!tt.ok()) { callable = false; break; }
+        entry.outputs.push_back(*tt);
+        if (mlir::isa<mlir::RankedTensorType>(t)) entry.results_owned = true;
+      }
+      // Functions with scalar or unranked arguments stay in the module, just not callable.
+      if (!callable) continue;
+      func->setAttr("llvm.emit_c_interface", mlir::UnitAttr::get(func.getContext()));
+      entries.push_back(std::move(entry));
+    }
+    return Status();
+  }
+
+  Status run_passes(mlir::ModuleOp module, const std::vector<PipelineStep>& steps,
+                    std::string& diagnostics) {
+    if (steps.empty()) return Status();
+    mlir::PassManager pm(module->getContext());
+    // The manager is anchored on builtin.module already: parse the list inside the wrapper.
+    std::string text = pipeline_text(steps);
+    text = text.substr(std::strlen("builtin.module("), text.size() - std::strlen("builtin.module(") - 1);
+    std::string parse_errors;
+    llvm::raw_string_ostream parse_stream(parse_errors);
+    if (mlir::failed(mlir::parsePassPipeline(text, pm, parse_stream)))
+      return internal_error("kiln's pass pipeline does not parse: " + parse_errors);
+    std::string failed_pass;
+    pm.addInstrumentation(std::make_unique<FailedPassRecorder>(&failed_pass));
+    if (mlir::failed(pm.run(module))) {
+      return compile_error(diagnostics + "note: the pass '" + failed_pass +
+                           "' failed; pass it in the disabled-pass list only if it is optional");
+    }
+    return Status();
+  }
+
+  Status run_transform_script(mlir::ModuleOp module, const char* script,
+                              std::string& diagnostics) {
+    mlir::OwningOpRef<mlir::ModuleOp> transforms =
+        mlir::parseSourceString<mlir::ModuleOp>(script, module->getContext());
+    if (!transforms) return internal_error("kiln's transform script does not parse");
+    mlir::Operation* entry = nullptr;
+    transforms->walk([&](mlir::transform::NamedSequenceOp seq) {
+      if (seq.getSymName() == "__transform_main") entry = seq;
+    });
+    if (entry == nullptr) return internal_error("kiln's transform script has no entry");
+    if (mlir::failed(mlir::transform::applyTransformNamedSequence(
+            module, entry, *transforms, mlir::transform::TransformOptions()))) {
+      return compile_error(diagnostics + "note: the step '" + kTileAndVectorizeStep +
+                           "' failed; disable it to compile without vectorised contractions");
+    }
+    return Status();
+  }
+
+  Status check_fully_lowered(mlir::ModuleOp module) {
+    Status status;
+    module.walk([&](mlir::Operation* op) {
+      if (!status.ok() || op == module.getOperation()) return;
+      llvm::StringRef ns = op->getName().getDialectNamespace();
+      if (ns == "llvm") return;
+      status = unimplemented(location_text(op->getLoc()) + ": error: operation '" +
+                             op->getName().getStringRef().str() +
+                             "' is not supported by kiln's CPU pipeline: no pass lowered it to "
+                             "the LLVM dialect (last pass: reconcile-unrealized-casts)");
+    });
+    return status;
+  }
+
+  Result<std::unique_ptr<llvm::TargetMachine>> create_target_machine(int opt_level) {
+    std::string error;
+    const llvm::Target* target = llvm::TargetRegistry::lookupTarget(llvm::Triple(triple_), error);
+    if (target == nullptr) return internal_error("no LLVM target for " + triple_ + ": " + error);
+    llvm::TargetOptions target_options;
+    llvm::CodeGenOptLevel level = opt_level == 0   ? llvm::CodeGenOptLevel::None
+                                  : opt_level == 1 ? llvm::CodeGenOptLevel::Less
+                                  : opt_level == 2 ? llvm::CodeGenOptLevel::Default
+                                                   : llvm::CodeGenOptLevel::Aggressive;
+    if (opt_level <= 1) target_options.EnableFastISel = true;
+    std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+        llvm::Triple(triple_), host_cpu_, host_features_, target_options, llvm::Reloc::PIC_,
+        std::nullopt, level));
+    if (!machine) return internal_error("cannot create an LLVM target machine for " + triple_);
+    return machine;
+  }
+
+  void optimize(llvm::Module& module, llvm::TargetMachine& machine, int opt_level) {
+    if (opt_level == 0) return;
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PassBuilder builder(&machine);
+    builder.registerModuleAnalyses(mam);
+    builder.registerCGSCCAnalyses(cgam);
+    builder.registerFunctionAnalyses(fam);
+    builder.registerLoopAnalyses(lam);
+    builder.crossRegisterProxies(lam, fam, cgam, mam);
+    llvm::OptimizationLevel level = opt_level == 1   ? llvm::OptimizationLevel::O1
+                                    : opt_level == 2 ? llvm::OptimizationLevel::O2
+                                                     : llvm::OptimizationLevel::O3;
+    builder.buildPerModuleDefaultPipeline(level).run(module, mam);
+  }
+
+  std::mutex mutex_;
+  mlir::DialectRegistry registry_;
+  std::string host_cpu_;
+  std::string host_features_;
+  std::string triple_;
+};
+
+}  // namespace
+}  // namespace kiln::cpu
+
+extern "C" __attribute__((visibility("default"))) kiln::cpu::ModuleCompiler*
+kiln_cpu_create_module_compiler() {
+  static kiln::cpu::MlirModuleCompiler compiler;
+  return &compiler;
+}

@@ -1,0 +1,96 @@
+#include "kiln/buffer.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace kiln {
+
+const char* dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return "f32";
+    case DType::kF64: return "f64";
+    case DType::kI1: return "i1";
+    case DType::kI8: return "i8";
+    case DType::kI16: return "i16";
+    case DType::kI32: return "i32";
+    case DType::kI64: return "i64";
+  }
+  return "?";
+}
+
+Result<DType> parse_dtype(const std::string& name) {
+  for (DType d : {DType::kF32, DType::kF64, DType::kI1, DType::kI8, DType::kI16, DType::kI32,
+                  DType::kI64}) {
+    if (name == dtype_name(d)) return d;
+  }
+  return invalid_argument("unknown element type '" + name +
+                          "': expected one of f32, f64, i1, i8, i16, i32, i64");
+}
+
+size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return 4;
+    case DType::kF64: return 8;
+    case DType::kI1: return 1;
+    case DType::kI8: return 1;
+    case DType::kI16: return 2;
+    case DType::kI32: return 4;
+    case DType::kI64: return 8;
+  }
+  return 0;
+}
+
+bool TensorType::is_static() const {
+  for (int64_t d : shape)
+    if (d == kDynamicDim) return false;
+  return true;
+}
+
+std::string shape_to_string(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) out += ", ";
+    out += shape[i] == kDynamicDim ? "?" : std::to_string(shape[i]);
+  }
+  return out + "]";
+}
+
+std::string TensorType::to_string() const {
+  std::string out = "tensor<";
+  for (int64_t d : shape) out += (d == kDynamicDim ? "?" : std::to_string(d)) + "x";
+  return out + dtype_name(dtype) + ">";
+}
+
+int64_t element_count(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+Buffer::Buffer(DType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
+  size_t bytes = byte_size();
+  // 64-byte alignment suits AVX-512 loads; round the size up as aligned_alloc requires.
+  size_t rounded = (bytes + 63) / 64 * 64;
+  void* storage = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  std::memset(storage, 0, rounded == 0 ? 64 : rounded);
+  owner_ = std::shared_ptr<void>(storage, [](void* p) { std::free(p); });
+  data_ = storage;
+}
+
+Buffer::Buffer(DType dtype, std::vector<int64_t> shape, void* data, std::shared_ptr<void> owner)
+    : dtype_(dtype), shape_(std::move(shape)), data_(data), owner_(std::move(owner)) {}
+
+double Buffer::element_as_double(int64_t index) const {
+  switch (dtype_) {
+    case DType::kF32: return as<float>()[index];
+    case DType::kF64: return as<double>()[index];
+    case DType::kI1: return as<uint8_t>()[index] & 1;
+    case DType::kI8: return as<int8_t>()[index];
+    case DType::kI16: return as<int16_t>()[index];
+    case DType::kI32: return as<int32_t>()[index];
+    case DType::kI64: return static_cast<double>(as<int64_t>()[index]);
+  }
+  return 0;
+}
+
+}  // namespace kiln

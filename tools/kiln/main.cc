@@ -1,0 +1,242 @@
+// The kiln command line: run, compile, devices, version.
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <sstream>
+
+#include "kiln/client.h"
+#include "kiln/npy.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Prints an error the way compilers do; messages that already carry "error:" print as they are.
+int fail(const kiln::Status& status) {
+  std::string message = status.message();
+  if (message.find("error:") == std::string::npos) message = "kiln: error: " + message;
+  std::cerr << message << (message.empty() || message.back() != '\n' ? "\n" : "");
+  return 1;
+}
+
+bool looks_like_executable(const std::string& bytes) { return bytes.rfind("KILNEXE", 0) == 0; }
+
+kiln::Result<std::string> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return kiln::invalid_argument("cannot open " + path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct RunArgs {
+  std::string file;
+  std::string entry;
+  std::vector<std::string> inputs;
+  std::vector<std::string> outputs;
+  std::string fill = "random";
+  std::string effort = "UNKNOWN";
+  std::string entry_point_result;
+  std::vector<std::string> disabled_passes;
+  int repeat = 1;
+};
+
+kiln::Result<kiln::CompileOptions> compile_options(const std::string& effort,
+                                                   const std::vector<std::string>& disabled) {
+  kiln::CompileOptions options;
+  KILN_ASSIGN_OR_RETURN(options.optimization_level, kiln::parse_effort_level(effort));
+  options.disabled_passes = disabled;
+  return options;
+}
+
+// Loads a .kx, or compiles MLIR text/bytecode.
+kiln::Result<std::shared_ptr<kiln::Executable>> obtain_executable(
+    const kiln::Client& client, const std::string& file, const kiln::CompileOptions& options) {
+  KILN_ASSIGN_OR_RETURN(std::string bytes, read_bytes(file));
+  if (looks_like_executable(bytes)) return client.deserialize(bytes);
+  kiln::ModuleSource source{std::move(bytes), file};
+  return client.compile(source, options);
+}
+
+kiln::Result<const kiln::EntryPoint*> choose_entry(const kiln::Executable& exe,
+                                                   const std::string& requested) {
+  if (!requested.empty()) return exe.find_entry(requested);
+  const auto& entries = exe.entry_points();
+  if (entries.size() == 1) return &entries[0];
+  for (const auto& e : entries)
+    if (e.name == "main") return &e;
+  std::string names;
+  for (const auto& e : entries) names += (names.empty() ? "" : ", ") + e.name;
+  return kiln::invalid_argument(
+      entries.empty() ? "the module has no public function with tensor or memref arguments to run"
+                      : "the module has several entry functions (" + names +
+                            "); choose one with -e");
+}
+
+kiln::Buffer filled_buffer(const kiln::TensorType& type, const std::string& fill, std::mt19937& rng) {
+  kiln::Buffer b(type.dtype, type.shape);
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  for (int64_t i = 0; i < b.element_count(); ++i) {
+    double v = fill == "ones" ? 1.0 : fill == "zeros" ? 0.0 : uniform(rng);
+    switch (type.dtype) {
+      case kiln::DType::kF32: b.as<float>()[i] = static_cast<float>(v); break;
+      case kiln::DType::kF64: b.as<double>()[i] = v; break;
+      case kiln::DType::kI1: b.as<uint8_t>()[i] = fill == "random" ? (v > 0) : static_cast<uint8_t>(v); break;
+      case kiln::DType::kI8: b.as<int8_t>()[i] = static_cast<int8_t>(fill == "random" ? v * 100 : v); break;
+      case kiln::DType::kI16: b.as<int16_t>()[i] = static_cast<int16_t>(fill == "random" ? v * 1000 : v); break;
+      case kiln::DType::kI32: b.as<int32_t>()[i] = static_cast<int32_t>(fill == "random" ? v * 1000 : v); break;
+      case kiln::DType::kI64: b.as<int64_t>()[i] = static_cast<int64_t>(fill == "random" ? v * 1000 : v); break;
+    }
+  }
+  return b;
+}
+
+std::string summarize(const kiln::Buffer& b) {
+  std::ostringstream os;
+  os << b.type().to_string() << " [";
+  int64_t n = b.element_count(), shown = std::min<int64_t>(n, 6);
+  for (int64_t i = 0; i < shown; ++i) os << (i ? ", " : "") << b.element_as_double(i);
+  if (n > shown) os << ", ... (" << n << " elements)";
+  os << "]";
+  return os.str();
+}
+
+int run_command(const RunArgs& args) {
+  auto client = kiln::Client::create_cpu();
+  if (!client.ok()) return fail(client.status());
+  auto options = compile_options(args.effort, args.disabled_passes);
+  if (!options.ok()) return fail(options.status());
+  auto exe = obtain_executable(**client, args.file, *options);
+  if (!exe.ok()) return fail(exe.status());
+  auto entry = choose_entry(**exe, args.entry);
+  if (!entry.ok()) return fail(entry.status());
+  const kiln::EntryPoint& ep = **entry;
+  bool runner_mode = args.entry_point_result == "void";
+  if (!args.entry_point_result.empty() && !runner_mode)
+    return fail(kiln::invalid_argument("--entry-point-result supports only 'void'"));
+  if (args.inputs.size() > ep.inputs.size()) {
+    return fail(kiln::invalid_argument(std::to_string(args.inputs.size()) + " --input file(s) given but '" +
+                                       ep.name + "' takes " + std::to_string(ep.inputs.size()) +
+                                       " argument(s)"));
+  }
+  std::vector<kiln::Buffer> inputs;
+  std::mt19937 rng(42);
+  for (size_t i = 0; i < ep.inputs.size(); ++i) {
+    if (i < args.inputs.size()) {
+      auto b = kiln::read_npy(args.inputs[i]);
+      if (!b.ok()) return fail(b.status());
+      inputs.push_back(*b);
+    } else if (ep.inputs[i].is_static()) {
+      inputs.push_back(filled_buffer(ep.inputs[i], args.fill, rng));
+    } else {
+      return fail(kiln::invalid_argument("argument " + std::to_string(i) + " of '" + ep.name +
+                                         "' has a dynamic shape " + ep.inputs[i].to_string() +
+                                         "; pass it with --input FILE.npy"));
+    }
+  }
+  std::vector<kiln::Buffer> results;
+  double first_run_ms = 0, best_run_ms = 1e300;
+  for (int r = 0; r < std::max(1, args.repeat); ++r) {
+    auto start = Clock::now();
+    auto out = (*exe)->execute(ep.name, inputs);
+    double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    if (!out.ok()) return fail(out.status());
+    if (r == 0) first_run_ms = ms;
+    best_run_ms = std::min(best_run_ms, ms);
+    results = std::move(*out);
+  }
+  std::fflush(stdout);
+  if (runner_mode) return 0;  // print exactly what the program printed, like mlir-runner
+  for (size_t i = 0; i < results.size(); ++i) {
+    std::cout << "result " << i << ": " << summarize(results[i]) << "\n";
+    if (i < args.outputs.size()) {
+      kiln::Status s = kiln::write_npy(args.outputs[i], results[i]);
+      if (!s.ok()) return fail(s);
+    }
+  }
+  const auto& t = (*exe)->info().timings;
+  std::printf("time: parse %.2f ms, passes %.2f ms, llvm %.2f ms, codegen %.2f ms, load %.2f ms, "
+              "run %.3f ms",
+              t.parse_ms, t.passes_ms, t.llvm_ms, t.codegen_ms, (*exe)->load_ms(), first_run_ms);
+  if (args.repeat > 1) std::printf(" (best of %d: %.3f ms)", args.repeat, best_run_ms);
+  std::printf("\n");
+  return 0;
+}
+
+int compile_command(const std::string& file, const std::string& output, const std::string& effort,
+                    const std::vector<std::string>& disabled) {
+  auto client = kiln::Client::create_cpu();
+  if (!client.ok()) return fail(client.status());
+  auto options = compile_options(effort, disabled);
+  if (!options.ok()) return fail(options.status());
+  auto source = kiln::ModuleSource::from_file(file);
+  if (!source.ok()) return fail(source.status());
+  auto exe = (*client)->compile(*source, *options);
+  if (!exe.ok()) return fail(exe.status());
+  std::string bytes = (*exe)->serialize();
+  std::ofstream out(output, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) return fail(kiln::io_error("cannot write " + output));
+  const auto& t = (*exe)->info().timings;
+  std::printf("wrote %s (%zu bytes, %s): parse %.2f ms, passes %.2f ms, llvm %.2f ms, codegen %.2f ms\n",
+              output.c_str(), bytes.size(), (*exe)->info().effort_level.c_str(), t.parse_ms,
+              t.passes_ms, t.llvm_ms, t.codegen_ms);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kiln: compile MLIR tensor programs once, run them from the cache"};
+  app.require_subcommand(1);
+
+  RunArgs run;
+  CLI::App* run_cmd = app.add_subcommand("run", "compile (or load a .kx) and run an entry function");
+  run_cmd->add_option("file", run.file, "MLIR file (text or bytecode) or .kx executable")->required();
+  run_cmd->add_option("-e,--entry", run.entry, "function to run (default: the only one, or main)");
+  run_cmd->add_option("--input", run.inputs, ".npy file per argument, in order");
+  run_cmd->add_option("--output", run.outputs, ".npy file per result, in order");
+  run_cmd->add_option("--fill", run.fill, "arguments without --input: random|zeros|ones")
+      ->check(CLI::IsMember({"random", "zeros", "ones"}));
+  run_cmd->add_option("-O,--effort", run.effort, "effort level O0..O3");
+  run_cmd->add_option("--entry-point-result", run.entry_point_result,
+                      "'void': mlir-runner mode, print only what the program prints");
+  run_cmd->add_option("--disable-pass", run.disabled_passes, "leave a pipeline pass out");
+  run_cmd->add_option("--repeat", run.repeat, "run the entry this many times");
+
+  std::string compile_file, compile_output, compile_effort = "UNKNOWN";
+  std::vector<std::string> compile_disabled;
+  CLI::App* compile_cmd = app.add_subcommand("compile", "compile to a serialised executable (.kx)");
+  compile_cmd->add_option("file", compile_file, "MLIR file")->required();
+  compile_cmd->add_option("-o,--output", compile_output, "output .kx file")->required();
+  compile_cmd->add_option("-O,--effort", compile_effort, "effort level O0..O3");
+  compile_cmd->add_option("--disable-pass", compile_disabled, "leave a pipeline pass out");
+
+  CLI::App* devices_cmd = app.add_subcommand("devices", "list the CPU devices");
+  CLI::App* version_cmd = app.add_subcommand("version", "print versions and the platform version");
+
+  CLI11_PARSE(app, argc, argv);
+
+  if (run_cmd->parsed()) return run_command(run);
+  if (compile_cmd->parsed())
+    return compile_command(compile_file, compile_output, compile_effort, compile_disabled);
+  if (devices_cmd->parsed()) {
+    auto client = kiln::Client::create_cpu();
+    if (!client.ok()) return fail(client.status());
+    for (const auto& d : (*client)->devices())
+      std::printf("device %d: kind %s, process %d\n", d.id, d.kind.c_str(), d.process_index);
+    return 0;
+  }
+  if (version_cmd->parsed()) {
+    auto client = kiln::Client::create_cpu();
+    if (!client.ok()) return fail(client.status());
+    std::printf("kiln %s\nllvm %s\nplatform %s\nplatform version %s\n", kiln::kiln_version(),
+                kiln::llvm_version(), (*client)->platform().c_str(),
+                (*client)->platform_version().c_str());
+    return 0;
+  }
+  return 0;
+}
