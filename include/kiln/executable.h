@@ -29,7 +29,7 @@ struct EntryPoint {
 struct CompileTimings {
   double parse_ms = 0;
   double passes_ms = 0;
-  double llvm_ms = 0;    // translation to LLVM IR and LLVM's optimisation pipeline
+  double llvm_ms = 0;     // translation to LLVM IR and LLVM's optimisation pipeline
   double codegen_ms = 0;  // machine code emission and linking the shared object
   double total_ms() const { return parse_ms + passes_ms + llvm_ms + codegen_ms; }
 };
@@ -54,8 +54,8 @@ class Executable {
   static Result<std::shared_ptr<Executable>> deserialize(std::string_view bytes);
   // Builds an executable from its parts (used by the compiler; callers use Client::compile).
   static Result<std::shared_ptr<Executable>> load(ExecutableInfo info,
-                                                   std::vector<EntryPoint> entry_points,
-                                                   std::string shared_object);
+                                                  std::vector<EntryPoint> entry_points,
+                                                  std::string shared_object);
 
   std::string serialize() const;
 

@@ -11,10 +11,10 @@ enum class StatusCode {
   kOk = 0,
   kInvalidArgument,  // the caller passed something wrong (bad file, shape, flag)
   kNotFound,
-  kUnimplemented,    // valid input that kiln cannot handle yet
-  kCompileError,     // the MLIR/LLVM pipeline rejected the program
+  kUnimplemented,  // valid input that kiln cannot handle yet
+  kCompileError,   // the MLIR/LLVM pipeline rejected the program
   kIoError,
-  kCorruption,       // stored bytes failed a check
+  kCorruption,  // stored bytes failed a check
   kInternal,
 };
 
@@ -64,7 +64,7 @@ inline Status internal_error(std::string message) {
 template <typename T>
 class Result {
  public:
-  Result(T value) : state_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : state_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : state_(std::move(status)) {}  // NOLINT: implicit by design
 
   bool ok() const { return std::holds_alternative<T>(state_); }
@@ -89,9 +89,9 @@ class Result {
 #define KILN_CONCAT(a, b) KILN_CONCAT_INNER(a, b)
 
 // Returns the status from the enclosing function when `expr` is not OK.
-#define KILN_RETURN_IF_ERROR(expr)              \
-  do {                                          \
-    ::kiln::Status kiln_status_ = (expr);       \
+#define KILN_RETURN_IF_ERROR(expr)               \
+  do {                                           \
+    ::kiln::Status kiln_status_ = (expr);        \
     if (!kiln_status_.ok()) return kiln_status_; \
   } while (0)
 

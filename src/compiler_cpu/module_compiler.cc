@@ -2,8 +2,8 @@
 // The only translation unit that includes MLIR and LLVM headers; it is built into
 // libkiln_compiler, which the runtime loads on the first compile.
 #include <fcntl.h>
-#include <sys/wait.h>
 #include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -14,7 +14,7 @@
 #include <sstream>
 
 #include "backend/cpu/compiler_interface.h"
-#include "compiler_cpu/pipeline.h"
+#include "backend/cpu/pipeline.h"
 #include "compiler_cpu/transform_scripts.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -71,15 +71,24 @@ Result<TensorType> tensor_type_of(mlir::Type type) {
     return unimplemented("only ranked tensor and memref arguments/results are supported");
   TensorType out;
   mlir::Type element = shaped.getElementType();
-  if (element.isF32()) out.dtype = DType::kF32;
-  else if (element.isF64()) out.dtype = DType::kF64;
-  else if (element.isInteger(1)) out.dtype = DType::kI1;
-  else if (element.isInteger(8)) out.dtype = DType::kI8;
-  else if (element.isInteger(16)) out.dtype = DType::kI16;
-  else if (element.isInteger(32)) out.dtype = DType::kI32;
-  else if (element.isInteger(64)) out.dtype = DType::kI64;
-  else return unimplemented("element type is not one of f32, f64, i1, i8, i16, i32, i64");
-  for (int64_t d : shaped.getShape()) out.shape.push_back(mlir::ShapedType::isDynamic(d) ? kDynamicDim : d);
+  if (element.isF32())
+    out.dtype = DType::kF32;
+  else if (element.isF64())
+    out.dtype = DType::kF64;
+  else if (element.isInteger(1))
+    out.dtype = DType::kI1;
+  else if (element.isInteger(8))
+    out.dtype = DType::kI8;
+  else if (element.isInteger(16))
+    out.dtype = DType::kI16;
+  else if (element.isInteger(32))
+    out.dtype = DType::kI32;
+  else if (element.isInteger(64))
+    out.dtype = DType::kI64;
+  else
+    return unimplemented("element type is not one of f32, f64, i1, i8, i16, i32, i64");
+  for (int64_t d : shaped.getShape())
+    out.shape.push_back(mlir::ShapedType::isDynamic(d) ? kDynamicDim : d);
   return out;
 }
 
@@ -147,9 +156,10 @@ Result<std::string> link_shared_object(const llvm::SmallVectorImpl<char>& object
     if (!out) return io_error("cannot write " + object_path);
   }
   // -Bsymbolic: calls inside the module never resolve to same-named symbols of the host process.
-  Status linked = run_command({"ld", "-shared", "-Bsymbolic", "--build-id=none", "-z",
-                               "noexecstack", "-o", library_path, object_path},
-                              log_path);
+  Status linked =
+      run_command({"ld", "-shared", "-Bsymbolic", "--build-id=none", "-z", "noexecstack", "-o",
+                   library_path, object_path, "--as-needed", "-lm"},
+                  log_path);
   Result<std::string> library = linked.ok() ? read_file(library_path) : Result<std::string>(linked);
   std::remove(object_path.c_str());
   std::remove(library_path.c_str());
@@ -227,8 +237,8 @@ class MlirModuleCompiler : public ModuleCompiler {
     mlir::MLIRContext context(registry_);
     context.allowUnregisteredDialects(false);
     llvm::SourceMgr source_mgr;
-    source_mgr.AddNewSourceBuffer(
-        llvm::MemoryBuffer::getMemBufferCopy(source.bytes, source.name), llvm::SMLoc());
+    source_mgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(source.bytes, source.name),
+                                  llvm::SMLoc());
     std::string diagnostics;
     llvm::raw_string_ostream diagnostic_stream(diagnostics);
     mlir::SourceMgrDiagnosticHandler handler(source_mgr, &context, diagnostic_stream);
@@ -246,7 +256,11 @@ class MlirModuleCompiler : public ModuleCompiler {
     KILN_RETURN_IF_ERROR(collect_entry_points(*module, result.entry_points));
 
     start = Clock::now();
-    Pipeline pipeline = build_pipeline(level, options.disabled_passes);
+    bool frees_buffers = false;
+    module->walk([&](mlir::Operation* op) {
+      if (op->getName().getStringRef() == "memref.dealloc") frees_buffers = true;
+    });
+    Pipeline pipeline = build_pipeline(level, options.disabled_passes, frees_buffers);
     KILN_RETURN_IF_ERROR(run_passes(*module, pipeline.before_vectorize, diagnostics));
     if (pipeline.tile_and_vectorize)
       KILN_RETURN_IF_ERROR(run_transform_script(*module, kTileAndVectorizeScript, diagnostics));
@@ -257,7 +271,8 @@ class MlirModuleCompiler : public ModuleCompiler {
 
     start = Clock::now();
     llvm::LLVMContext llvm_context;
-    std::unique_ptr<llvm::Module> llvm_module = mlir::translateModuleToLLVMIR(*module, llvm_context);
+    std::unique_ptr<llvm::Module> llvm_module =
+        mlir::translateModuleToLLVMIR(*module, llvm_context);
     if (!llvm_module) {
       return compile_error("translation to LLVM IR failed:\n" + diagnostics);
     }
@@ -295,12 +310,18 @@ class MlirModuleCompiler : public ModuleCompiler {
       auto type = func.getFunctionType();
       for (mlir::Type t : type.getInputs()) {
         Result<TensorType> tt = tensor_type_of(t);
-        if (!tt.ok()) { callable = false; break; }
+        if (!tt.ok()) {
+          callable = false;
+          break;
+        }
         entry.inputs.push_back(*tt);
       }
       for (mlir::Type t : type.getResults()) {
         Result<TensorType> tt = tensor_type_of(t);
-        if (!tt.ok()) { callable = false; break; }
+        if (!tt.ok()) {
+          callable = false;
+          break;
+        }
         entry.outputs.push_back(*tt);
         if (mlir::isa<mlir::RankedTensorType>(t)) entry.results_owned = true;
       }
@@ -318,7 +339,8 @@ class MlirModuleCompiler : public ModuleCompiler {
     mlir::PassManager pm(module->getContext());
     // The manager is anchored on builtin.module already: parse the list inside the wrapper.
     std::string text = pipeline_text(steps);
-    text = text.substr(std::strlen("builtin.module("), text.size() - std::strlen("builtin.module(") - 1);
+    text = text.substr(std::strlen("builtin.module("),
+                       text.size() - std::strlen("builtin.module(") - 1);
     std::string parse_errors;
     llvm::raw_string_ostream parse_stream(parse_errors);
     if (mlir::failed(mlir::parsePassPipeline(text, pm, parse_stream)))
@@ -327,13 +349,12 @@ class MlirModuleCompiler : public ModuleCompiler {
     pm.addInstrumentation(std::make_unique<FailedPassRecorder>(&failed_pass));
     if (mlir::failed(pm.run(module))) {
       return compile_error(diagnostics + "note: the pass '" + failed_pass +
-                           "' failed; pass it in the disabled-pass list only if it is optional");
+                           "' failed on this program (kiln pipeline prints the whole list)");
     }
     return Status();
   }
 
-  Status run_transform_script(mlir::ModuleOp module, const char* script,
-                              std::string& diagnostics) {
+  Status run_transform_script(mlir::ModuleOp module, const char* script, std::string& diagnostics) {
     mlir::OwningOpRef<mlir::ModuleOp> transforms =
         mlir::parseSourceString<mlir::ModuleOp>(script, module->getContext());
     if (!transforms) return internal_error("kiln's transform script does not parse");
@@ -374,9 +395,9 @@ class MlirModuleCompiler : public ModuleCompiler {
                                   : opt_level == 2 ? llvm::CodeGenOptLevel::Default
                                                    : llvm::CodeGenOptLevel::Aggressive;
     if (opt_level <= 1) target_options.EnableFastISel = true;
-    std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
-        llvm::Triple(triple_), host_cpu_, host_features_, target_options, llvm::Reloc::PIC_,
-        std::nullopt, level));
+    std::unique_ptr<llvm::TargetMachine> machine(
+        target->createTargetMachine(llvm::Triple(triple_), host_cpu_, host_features_,
+                                    target_options, llvm::Reloc::PIC_, std::nullopt, level));
     if (!machine) return internal_error("cannot create an LLVM target machine for " + triple_);
     return machine;
   }

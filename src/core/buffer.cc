@@ -7,20 +7,27 @@ namespace kiln {
 
 const char* dtype_name(DType dtype) {
   switch (dtype) {
-    case DType::kF32: return "f32";
-    case DType::kF64: return "f64";
-    case DType::kI1: return "i1";
-    case DType::kI8: return "i8";
-    case DType::kI16: return "i16";
-    case DType::kI32: return "i32";
-    case DType::kI64: return "i64";
+    case DType::kF32:
+      return "f32";
+    case DType::kF64:
+      return "f64";
+    case DType::kI1:
+      return "i1";
+    case DType::kI8:
+      return "i8";
+    case DType::kI16:
+      return "i16";
+    case DType::kI32:
+      return "i32";
+    case DType::kI64:
+      return "i64";
   }
   return "?";
 }
 
 Result<DType> parse_dtype(const std::string& name) {
-  for (DType d : {DType::kF32, DType::kF64, DType::kI1, DType::kI8, DType::kI16, DType::kI32,
-                  DType::kI64}) {
+  for (DType d :
+       {DType::kF32, DType::kF64, DType::kI1, DType::kI8, DType::kI16, DType::kI32, DType::kI64}) {
     if (name == dtype_name(d)) return d;
   }
   return invalid_argument("unknown element type '" + name +
@@ -29,13 +36,20 @@ Result<DType> parse_dtype(const std::string& name) {
 
 size_t dtype_size(DType dtype) {
   switch (dtype) {
-    case DType::kF32: return 4;
-    case DType::kF64: return 8;
-    case DType::kI1: return 1;
-    case DType::kI8: return 1;
-    case DType::kI16: return 2;
-    case DType::kI32: return 4;
-    case DType::kI64: return 8;
+    case DType::kF32:
+      return 4;
+    case DType::kF64:
+      return 8;
+    case DType::kI1:
+      return 1;
+    case DType::kI8:
+      return 1;
+    case DType::kI16:
+      return 2;
+    case DType::kI32:
+      return 4;
+    case DType::kI64:
+      return 8;
   }
   return 0;
 }
@@ -82,13 +96,20 @@ Buffer::Buffer(DType dtype, std::vector<int64_t> shape, void* data, std::shared_
 
 double Buffer::element_as_double(int64_t index) const {
   switch (dtype_) {
-    case DType::kF32: return as<float>()[index];
-    case DType::kF64: return as<double>()[index];
-    case DType::kI1: return as<uint8_t>()[index] & 1;
-    case DType::kI8: return as<int8_t>()[index];
-    case DType::kI16: return as<int16_t>()[index];
-    case DType::kI32: return as<int32_t>()[index];
-    case DType::kI64: return static_cast<double>(as<int64_t>()[index]);
+    case DType::kF32:
+      return as<float>()[index];
+    case DType::kF64:
+      return as<double>()[index];
+    case DType::kI1:
+      return as<uint8_t>()[index] & 1;
+    case DType::kI8:
+      return as<int8_t>()[index];
+    case DType::kI16:
+      return as<int16_t>()[index];
+    case DType::kI32:
+      return as<int32_t>()[index];
+    case DType::kI64:
+      return static_cast<double>(as<int64_t>()[index]);
   }
   return 0;
 }

@@ -12,20 +12,27 @@ const char kNpyMagic[] = "\x93NUMPY";
 
 const char* npy_descr(DType dtype) {
   switch (dtype) {
-    case DType::kF32: return "<f4";
-    case DType::kF64: return "<f8";
-    case DType::kI1: return "|b1";
-    case DType::kI8: return "|i1";
-    case DType::kI16: return "<i2";
-    case DType::kI32: return "<i4";
-    case DType::kI64: return "<i8";
+    case DType::kF32:
+      return "<f4";
+    case DType::kF64:
+      return "<f8";
+    case DType::kI1:
+      return "|b1";
+    case DType::kI8:
+      return "|i1";
+    case DType::kI16:
+      return "<i2";
+    case DType::kI32:
+      return "<i4";
+    case DType::kI64:
+      return "<i8";
   }
   return "";
 }
 
 Result<DType> dtype_from_descr(const std::string& descr, const std::string& name) {
-  for (DType d : {DType::kF32, DType::kF64, DType::kI1, DType::kI8, DType::kI16, DType::kI32,
-                  DType::kI64}) {
+  for (DType d :
+       {DType::kF32, DType::kF64, DType::kI1, DType::kI8, DType::kI16, DType::kI32, DType::kI64}) {
     std::string mine = npy_descr(d);
     // NumPy writes one-byte types with '|' but accepts '<' too.
     if (descr == mine || (mine[0] == '|' && descr == "<" + mine.substr(1))) return d;
@@ -62,8 +69,9 @@ Result<Buffer> parse_npy(const std::string& bytes, const std::string& name) {
     return invalid_argument(name + ": .npy header has no 'descr'");
   KILN_ASSIGN_OR_RETURN(DType dtype, dtype_from_descr(m[1].str(), name));
   if (std::regex_search(header, m, std::regex("'fortran_order'\\s*:\\s*True")))
-    return invalid_argument(name + ": Fortran-order arrays are not supported; save with "
-                                   "np.ascontiguousarray");
+    return invalid_argument(name +
+                            ": Fortran-order arrays are not supported; save with "
+                            "np.ascontiguousarray");
   if (!std::regex_search(header, m, std::regex("'shape'\\s*:\\s*\\(([^)]*)\\)")))
     return invalid_argument(name + ": .npy header has no 'shape'");
   std::vector<int64_t> shape;
@@ -81,9 +89,10 @@ Result<Buffer> parse_npy(const std::string& bytes, const std::string& name) {
   Buffer buffer(dtype, shape);
   size_t data_start = header_start + header_len;
   if (bytes.size() - data_start != buffer.byte_size()) {
-    return invalid_argument(name + ": .npy data holds " + std::to_string(bytes.size() - data_start) +
-                            " bytes, shape " + shape_to_string(shape) + " of " + dtype_name(dtype) +
-                            " needs " + std::to_string(buffer.byte_size()));
+    return invalid_argument(name + ": .npy data holds " +
+                            std::to_string(bytes.size() - data_start) + " bytes, shape " +
+                            shape_to_string(shape) + " of " + dtype_name(dtype) + " needs " +
+                            std::to_string(buffer.byte_size()));
   }
   std::memcpy(buffer.data(), bytes.data() + data_start, buffer.byte_size());
   return buffer;
@@ -100,7 +109,9 @@ Result<Buffer> read_npy(const std::string& path) {
 std::string encode_npy(const Buffer& buffer) {
   std::string shape = "(";
   for (size_t i = 0; i < buffer.shape().size(); ++i)
-    shape += std::to_string(buffer.shape()[i]) + (buffer.shape().size() == 1 ? "," : i + 1 < buffer.shape().size() ? ", " : "");
+    shape += std::to_string(buffer.shape()[i]) + (buffer.shape().size() == 1      ? ","
+                                                  : i + 1 < buffer.shape().size() ? ", "
+                                                                                  : "");
   shape += ")";
   std::string header = std::string("{'descr': '") + npy_descr(buffer.dtype()) +
                        "', 'fortran_order': False, 'shape': " + shape + ", }";

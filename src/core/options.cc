@@ -4,11 +4,16 @@ namespace kiln {
 
 const char* effort_level_name(EffortLevel level) {
   switch (level) {
-    case EffortLevel::kUnknown: return "UNKNOWN";
-    case EffortLevel::kO0: return "O0";
-    case EffortLevel::kO1: return "O1";
-    case EffortLevel::kO2: return "O2";
-    case EffortLevel::kO3: return "O3";
+    case EffortLevel::kUnknown:
+      return "UNKNOWN";
+    case EffortLevel::kO0:
+      return "O0";
+    case EffortLevel::kO1:
+      return "O1";
+    case EffortLevel::kO2:
+      return "O2";
+    case EffortLevel::kO3:
+      return "O3";
   }
   return "UNKNOWN";
 }

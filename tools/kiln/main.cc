@@ -7,6 +7,7 @@
 #include <random>
 #include <sstream>
 
+#include "backend/cpu/pipeline.h"
 #include "kiln/client.h"
 #include "kiln/npy.h"
 
@@ -52,11 +53,13 @@ kiln::Result<kiln::CompileOptions> compile_options(const std::string& effort,
   return options;
 }
 
-// Loads a .kx, or compiles MLIR text/bytecode.
+// Loads a .kx (setting `loaded_compiled`), or compiles MLIR text/bytecode.
 kiln::Result<std::shared_ptr<kiln::Executable>> obtain_executable(
-    const kiln::Client& client, const std::string& file, const kiln::CompileOptions& options) {
+    const kiln::Client& client, const std::string& file, const kiln::CompileOptions& options,
+    bool& loaded_compiled) {
   KILN_ASSIGN_OR_RETURN(std::string bytes, read_bytes(file));
-  if (looks_like_executable(bytes)) return client.deserialize(bytes);
+  loaded_compiled = looks_like_executable(bytes);
+  if (loaded_compiled) return client.deserialize(bytes);
   kiln::ModuleSource source{std::move(bytes), file};
   return client.compile(source, options);
 }
@@ -71,24 +74,39 @@ kiln::Result<const kiln::EntryPoint*> choose_entry(const kiln::Executable& exe,
   std::string names;
   for (const auto& e : entries) names += (names.empty() ? "" : ", ") + e.name;
   return kiln::invalid_argument(
-      entries.empty() ? "the module has no public function with tensor or memref arguments to run"
-                      : "the module has several entry functions (" + names +
-                            "); choose one with -e");
+      entries.empty()
+          ? "the module has no public function with tensor or memref arguments to run"
+          : "the module has several entry functions (" + names + "); choose one with -e");
 }
 
-kiln::Buffer filled_buffer(const kiln::TensorType& type, const std::string& fill, std::mt19937& rng) {
+kiln::Buffer filled_buffer(const kiln::TensorType& type, const std::string& fill,
+                           std::mt19937& rng) {
   kiln::Buffer b(type.dtype, type.shape);
   std::uniform_real_distribution<double> uniform(-1.0, 1.0);
   for (int64_t i = 0; i < b.element_count(); ++i) {
     double v = fill == "ones" ? 1.0 : fill == "zeros" ? 0.0 : uniform(rng);
     switch (type.dtype) {
-      case kiln::DType::kF32: b.as<float>()[i] = static_cast<float>(v); break;
-      case kiln::DType::kF64: b.as<double>()[i] = v; break;
-      case kiln::DType::kI1: b.as<uint8_t>()[i] = fill == "random" ? (v > 0) : static_cast<uint8_t>(v); break;
-      case kiln::DType::kI8: b.as<int8_t>()[i] = static_cast<int8_t>(fill == "random" ? v * 100 : v); break;
-      case kiln::DType::kI16: b.as<int16_t>()[i] = static_cast<int16_t>(fill == "random" ? v * 1000 : v); break;
-      case kiln::DType::kI32: b.as<int32_t>()[i] = static_cast<int32_t>(fill == "random" ? v * 1000 : v); break;
-      case kiln::DType::kI64: b.as<int64_t>()[i] = static_cast<int64_t>(fill == "random" ? v * 1000 : v); break;
+      case kiln::DType::kF32:
+        b.as<float>()[i] = static_cast<float>(v);
+        break;
+      case kiln::DType::kF64:
+        b.as<double>()[i] = v;
+        break;
+      case kiln::DType::kI1:
+        b.as<uint8_t>()[i] = fill == "random" ? (v > 0) : static_cast<uint8_t>(v);
+        break;
+      case kiln::DType::kI8:
+        b.as<int8_t>()[i] = static_cast<int8_t>(fill == "random" ? v * 100 : v);
+        break;
+      case kiln::DType::kI16:
+        b.as<int16_t>()[i] = static_cast<int16_t>(fill == "random" ? v * 1000 : v);
+        break;
+      case kiln::DType::kI32:
+        b.as<int32_t>()[i] = static_cast<int32_t>(fill == "random" ? v * 1000 : v);
+        break;
+      case kiln::DType::kI64:
+        b.as<int64_t>()[i] = static_cast<int64_t>(fill == "random" ? v * 1000 : v);
+        break;
     }
   }
   return b;
@@ -109,7 +127,8 @@ int run_command(const RunArgs& args) {
   if (!client.ok()) return fail(client.status());
   auto options = compile_options(args.effort, args.disabled_passes);
   if (!options.ok()) return fail(options.status());
-  auto exe = obtain_executable(**client, args.file, *options);
+  bool loaded_compiled = false;
+  auto exe = obtain_executable(**client, args.file, *options, loaded_compiled);
   if (!exe.ok()) return fail(exe.status());
   auto entry = choose_entry(**exe, args.entry);
   if (!entry.ok()) return fail(entry.status());
@@ -118,9 +137,9 @@ int run_command(const RunArgs& args) {
   if (!args.entry_point_result.empty() && !runner_mode)
     return fail(kiln::invalid_argument("--entry-point-result supports only 'void'"));
   if (args.inputs.size() > ep.inputs.size()) {
-    return fail(kiln::invalid_argument(std::to_string(args.inputs.size()) + " --input file(s) given but '" +
-                                       ep.name + "' takes " + std::to_string(ep.inputs.size()) +
-                                       " argument(s)"));
+    return fail(kiln::invalid_argument(std::to_string(args.inputs.size()) +
+                                       " --input file(s) given but '" + ep.name + "' takes " +
+                                       std::to_string(ep.inputs.size()) + " argument(s)"));
   }
   std::vector<kiln::Buffer> inputs;
   std::mt19937 rng(42);
@@ -158,9 +177,15 @@ int run_command(const RunArgs& args) {
     }
   }
   const auto& t = (*exe)->info().timings;
-  std::printf("time: parse %.2f ms, passes %.2f ms, llvm %.2f ms, codegen %.2f ms, load %.2f ms, "
-              "run %.3f ms",
-              t.parse_ms, t.passes_ms, t.llvm_ms, t.codegen_ms, (*exe)->load_ms(), first_run_ms);
+  if (loaded_compiled) {
+    std::printf("time: no compile (loaded a compiled executable), load %.2f ms, run %.3f ms",
+                (*exe)->load_ms(), first_run_ms);
+  } else {
+    std::printf(
+        "time: parse %.2f ms, passes %.2f ms, llvm %.2f ms, codegen %.2f ms, load %.2f ms, "
+        "run %.3f ms",
+        t.parse_ms, t.passes_ms, t.llvm_ms, t.codegen_ms, (*exe)->load_ms(), first_run_ms);
+  }
   if (args.repeat > 1) std::printf(" (best of %d: %.3f ms)", args.repeat, best_run_ms);
   std::printf("\n");
   return 0;
@@ -181,9 +206,10 @@ int compile_command(const std::string& file, const std::string& output, const st
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   if (!out) return fail(kiln::io_error("cannot write " + output));
   const auto& t = (*exe)->info().timings;
-  std::printf("wrote %s (%zu bytes, %s): parse %.2f ms, passes %.2f ms, llvm %.2f ms, codegen %.2f ms\n",
-              output.c_str(), bytes.size(), (*exe)->info().effort_level.c_str(), t.parse_ms,
-              t.passes_ms, t.llvm_ms, t.codegen_ms);
+  std::printf(
+      "wrote %s (%zu bytes, %s): parse %.2f ms, passes %.2f ms, llvm %.2f ms, codegen %.2f ms\n",
+      output.c_str(), bytes.size(), (*exe)->info().effort_level.c_str(), t.parse_ms, t.passes_ms,
+      t.llvm_ms, t.codegen_ms);
   return 0;
 }
 
@@ -194,8 +220,10 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   RunArgs run;
-  CLI::App* run_cmd = app.add_subcommand("run", "compile (or load a .kx) and run an entry function");
-  run_cmd->add_option("file", run.file, "MLIR file (text or bytecode) or .kx executable")->required();
+  CLI::App* run_cmd =
+      app.add_subcommand("run", "compile (or load a .kx) and run an entry function");
+  run_cmd->add_option("file", run.file, "MLIR file (text or bytecode) or .kx executable")
+      ->required();
   run_cmd->add_option("-e,--entry", run.entry, "function to run (default: the only one, or main)");
   run_cmd->add_option("--input", run.inputs, ".npy file per argument, in order");
   run_cmd->add_option("--output", run.outputs, ".npy file per result, in order");
@@ -215,6 +243,13 @@ int main(int argc, char** argv) {
   compile_cmd->add_option("-O,--effort", compile_effort, "effort level O0..O3");
   compile_cmd->add_option("--disable-pass", compile_disabled, "leave a pipeline pass out");
 
+  std::string pipeline_effort = "UNKNOWN";
+  std::vector<std::string> pipeline_disabled;
+  CLI::App* pipeline_cmd =
+      app.add_subcommand("pipeline", "print the MLIR pass pipeline for an effort level");
+  pipeline_cmd->add_option("-O,--effort", pipeline_effort, "effort level O0..O3");
+  pipeline_cmd->add_option("--disable-pass", pipeline_disabled, "leave a pipeline pass out");
+
   CLI::App* devices_cmd = app.add_subcommand("devices", "list the CPU devices");
   CLI::App* version_cmd = app.add_subcommand("version", "print versions and the platform version");
 
@@ -223,6 +258,18 @@ int main(int argc, char** argv) {
   if (run_cmd->parsed()) return run_command(run);
   if (compile_cmd->parsed())
     return compile_command(compile_file, compile_output, compile_effort, compile_disabled);
+  if (pipeline_cmd->parsed()) {
+    auto level = kiln::parse_effort_level(pipeline_effort);
+    if (!level.ok()) return fail(level.status());
+    kiln::cpu::Pipeline p =
+        kiln::cpu::build_pipeline(kiln::resolve_effort_level(*level), pipeline_disabled);
+    // One mlir-opt pipeline when there is no transform step; otherwise the two halves around it.
+    std::printf("%s\n", kiln::cpu::pipeline_text(p.before_vectorize).c_str());
+    if (p.tile_and_vectorize) std::printf("%s\n", kiln::cpu::kTileAndVectorizeStep);
+    std::printf("%s\nllvm -O%d\n", kiln::cpu::pipeline_text(p.after_vectorize).c_str(),
+                p.llvm_opt_level);
+    return 0;
+  }
   if (devices_cmd->parsed()) {
     auto client = kiln::Client::create_cpu();
     if (!client.ok()) return fail(client.status());

@@ -61,9 +61,9 @@ Result<cpu::ModuleCompiler*> module_compiler() {
     void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) {
       const char* why = dlerror();
-      load_status = internal_error("cannot load kiln's compiler library " + path + ": " +
-                                   (why ? why : "unknown") +
-                                   "; set KILN_COMPILER_LIBRARY to its path");
+      load_status =
+          internal_error("cannot load kiln's compiler library " + path + ": " +
+                         (why ? why : "unknown") + "; set KILN_COMPILER_LIBRARY to its path");
       return;
     }
     auto create = reinterpret_cast<cpu::CreateModuleCompilerFn>(
@@ -112,7 +112,8 @@ Result<std::unique_ptr<Client>> Client::create_cpu(int device_count, int process
   }
   std::unique_ptr<Client> client(new Client());
   client->process_index_ = process_index;
-  for (int i = 0; i < device_count; ++i) client->devices_.push_back(Device{i, process_index, "cpu"});
+  for (int i = 0; i < device_count; ++i)
+    client->devices_.push_back(Device{i, process_index, "cpu"});
   client->platform_version_ = std::string("kiln ") + KILN_VERSION + "; llvm " + KILN_LLVM_VERSION +
                               "; " + KILN_TARGET_TRIPLE + "; " + host_cpu_identity();
   return client;

@@ -54,7 +54,8 @@ void keep_freed_memory_for_reuse() {
   });
 }
 
-// MLIR's strided memref descriptor, rank-erased: {allocated, aligned, offset, sizes[r], strides[r]}.
+// MLIR's strided memref descriptor, rank-erased: {allocated, aligned, offset, sizes[r],
+// strides[r]}.
 struct DescriptorView {
   int64_t* slots;
   int rank;
@@ -149,8 +150,8 @@ Result<std::shared_ptr<Executable>> Executable::load(ExecutableInfo info,
     std::string symbol = cpu::packed_entry_symbol(entry.name);
     void* fn = dlsym(exe->library_handle_, symbol.c_str());
     if (fn == nullptr) {
-      return corruption("executable has no code for entry '" + entry.name + "' (symbol " +
-                        symbol + ")");
+      return corruption("executable has no code for entry '" + entry.name + "' (symbol " + symbol +
+                        ")");
     }
     exe->entry_functions_.push_back(fn);
   }
@@ -209,9 +210,12 @@ Result<std::shared_ptr<Executable>> Executable::deserialize(std::string_view byt
   std::memcpy(&header, bytes.data(), sizeof(header));
   if (header.format_version != kFormatVersion) {
     return invalid_argument("kiln executable format version " +
-                            std::to_string(header.format_version) + " is not supported (this kiln "
-                            "reads version " + std::to_string(kFormatVersion) + "); recompile it");
+                            std::to_string(header.format_version) +
+                            " is not supported (this kiln "
+                            "reads version " +
+                            std::to_string(kFormatVersion) + "); recompile it");
   }
+  if (header.reserved != 0) return corruption("kiln executable header is damaged");
   uint64_t body = bytes.size() - sizeof(header);
   if (header.metadata_size > body || header.object_size != body - header.metadata_size) {
     return corruption("kiln executable is truncated or has trailing bytes");

@@ -1,7 +1,7 @@
 // The small runtime library that MLIR-generated code calls: memref copies and the printing
 // functions of MLIR's runner utilities, with the output mlir-runner gives. kiln provides its own
-// because Debian's libmlir_c_runner_utils.so pulls in libMLIR and libLLVM, which a process that only
-// runs cached executables must not load.
+// because Debian's libmlir_c_runner_utils.so pulls in libMLIR and libLLVM, which a process that
+// only runs cached executables must not load.
 #include <cinttypes>
 #include <cmath>
 #include <cstdint>
@@ -63,8 +63,7 @@ void print_data(std::ostream& os, const T* base, int64_t dim, int64_t rank, int6
     if (dim > 1) os << "\n";
   }
   print_spaces(os, rank - dim + 1);
-  print_data(os, base, dim - 1, rank, offset + strides[0] * (sizes[0] - 1), sizes + 1,
-             strides + 1);
+  print_data(os, base, dim - 1, rank, offset + strides[0] * (sizes[0] - 1), sizes + 1, strides + 1);
   os << "]";
 }
 
@@ -106,8 +105,7 @@ __attribute__((visibility("default"))) void memrefCopy(int64_t element_size, Unr
   std::vector<int64_t> index(rank, 0);
   int64_t src_off = 0, dst_off = 0;
   for (int64_t n = 0; n < total; ++n) {
-    std::memcpy(dst_data + dst_off * element_size, src_data + src_off * element_size,
-                element_size);
+    std::memcpy(dst_data + dst_off * element_size, src_data + src_off * element_size, element_size);
     for (int64_t i = rank; i-- > 0;) {
       src_off += src_strides[i];
       dst_off += dst_strides[i];
@@ -120,12 +118,12 @@ __attribute__((visibility("default"))) void memrefCopy(int64_t element_size, Unr
 }
 
 #define KILN_PRINT_MEMREF(suffix, type)                                                    \
-  __attribute__((visibility("default"))) void _mlir_ciface_printMemref##suffix(          \
-      UnrankedMemRef* m) {                                                                \
-    print_memref<type>(m->rank, m->descriptor);                                           \
-  }                                                                                       \
+  __attribute__((visibility("default"))) void _mlir_ciface_printMemref##suffix(            \
+      UnrankedMemRef* m) {                                                                 \
+    print_memref<type>(m->rank, m->descriptor);                                            \
+  }                                                                                        \
   __attribute__((visibility("default"))) void printMemref##suffix(int64_t rank, void* d) { \
-    print_memref<type>(rank, d);                                                          \
+    print_memref<type>(rank, d);                                                           \
   }
 
 KILN_PRINT_MEMREF(F32, float)

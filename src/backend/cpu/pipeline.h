@@ -10,8 +10,8 @@
 namespace kiln::cpu {
 
 struct PipelineStep {
-  std::string pass;     // the pass's registered name, e.g. "canonicalize"
-  std::string options;  // "{...}" or empty
+  std::string pass;           // the pass's registered name, e.g. "canonicalize"
+  std::string options;        // "{...}" or empty
   bool on_functions = false;  // nested under func.func
 };
 
@@ -26,7 +26,9 @@ struct Pipeline {
 };
 
 // REQUIRES: level resolved (not kUnknown). Passes named in `disabled` are left out.
-Pipeline build_pipeline(EffortLevel level, const std::vector<std::string>& disabled);
+// `program_frees_buffers`: the module deallocates memory itself, so kiln adds no deallocation.
+Pipeline build_pipeline(EffortLevel level, const std::vector<std::string>& disabled,
+                        bool program_frees_buffers = false);
 
 // "builtin.module(a, func.func(b), ...)".
 std::string pipeline_text(const std::vector<PipelineStep>& steps);

@@ -1,10 +1,11 @@
-#include "compiler_cpu/pipeline.h"
+#include "backend/cpu/pipeline.h"
 
 #include <algorithm>
 
 namespace kiln::cpu {
 
-Pipeline build_pipeline(EffortLevel level, const std::vector<std::string>& disabled) {
+Pipeline build_pipeline(EffortLevel level, const std::vector<std::string>& disabled,
+                        bool program_frees_buffers) {
   bool vectorize = level >= EffortLevel::kO2;
   Pipeline p;
   p.before_vectorize = {
@@ -12,6 +13,7 @@ Pipeline build_pipeline(EffortLevel level, const std::vector<std::string>& disab
       {"tosa-to-linalg", "", true},
       {"tosa-to-arith", "", true},
       {"tosa-to-tensor", "", true},
+      {"convert-elementwise-to-linalg", "", true},
       {"canonicalize", "", false},
       {"linalg-fuse-elementwise-ops", "", false},
       {"canonicalize", "", false},
@@ -42,6 +44,9 @@ Pipeline build_pipeline(EffortLevel level, const std::vector<std::string>& disab
       {"reconcile-unrealized-casts", "", false},
   };
   auto is_disabled = [&](const PipelineStep& s) {
+    // Ownership-based deallocation rejects programs that call memref.dealloc themselves; such
+    // (mlir-runner style) programs keep control of their memory.
+    if (program_frees_buffers && s.pass == "buffer-deallocation-pipeline") return true;
     return std::find(disabled.begin(), disabled.end(), s.pass) != disabled.end();
   };
   std::erase_if(p.before_vectorize, is_disabled);
@@ -49,10 +54,18 @@ Pipeline build_pipeline(EffortLevel level, const std::vector<std::string>& disab
   if (std::find(disabled.begin(), disabled.end(), kTileAndVectorizeStep) != disabled.end())
     p.tile_and_vectorize = false;
   switch (level) {
-    case EffortLevel::kO0: p.llvm_opt_level = 0; break;
-    case EffortLevel::kO1: p.llvm_opt_level = 1; break;
-    case EffortLevel::kO3: p.llvm_opt_level = 3; break;
-    default: p.llvm_opt_level = 2; break;
+    case EffortLevel::kO0:
+      p.llvm_opt_level = 0;
+      break;
+    case EffortLevel::kO1:
+      p.llvm_opt_level = 1;
+      break;
+    case EffortLevel::kO3:
+      p.llvm_opt_level = 3;
+      break;
+    default:
+      p.llvm_opt_level = 2;
+      break;
   }
   return p;
 }

@@ -1,0 +1,197 @@
+// Numerical results of compiled programs against references computed here with plain loops in
+// double precision, at every effort level.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "test_support.h"
+
+namespace kiln::testing {
+namespace {
+
+Buffer random_f32(std::vector<int64_t> shape, uint32_t seed) {
+  Buffer b(DType::kF32, std::move(shape));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (int64_t i = 0; i < b.element_count(); ++i) b.as<float>()[i] = dist(rng);
+  return b;
+}
+
+Buffer random_i32(std::vector<int64_t> shape, uint32_t seed) {
+  Buffer b(DType::kI32, std::move(shape));
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> dist(-50, 50);
+  for (int64_t i = 0; i < b.element_count(); ++i) b.as<int32_t>()[i] = dist(rng);
+  return b;
+}
+
+void expect_close(const Buffer& got, const std::vector<double>& want, double tolerance) {
+  ASSERT_EQ(got.element_count(), static_cast<int64_t>(want.size()));
+  int reported = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    double g = got.element_as_double(static_cast<int64_t>(i));
+    if (std::abs(g - want[i]) > tolerance * (1 + std::abs(want[i])) && reported++ < 5) {
+      ADD_FAILURE() << "element " << i << ": got " << g << ", want " << want[i];
+    }
+  }
+}
+
+class NumericsTest : public ::testing::TestWithParam<EffortLevel> {
+ protected:
+  std::vector<Buffer> run(const std::string& program, const std::string& entry,
+                          const std::vector<Buffer>& inputs) {
+    auto exe = compile_file(program_path(program), GetParam());
+    EXPECT_TRUE(exe.ok()) << exe.status().to_string();
+    if (!exe.ok()) return {};
+    EXPECT_EQ((*exe)->info().effort_level, effort_level_name(GetParam()));
+    auto out = (*exe)->execute(entry, inputs);
+    EXPECT_TRUE(out.ok()) << out.status().to_string();
+    return out.ok() ? *out : std::vector<Buffer>{};
+  }
+};
+
+std::vector<double> matmul_reference(const Buffer& a, const Buffer& b, int64_t m, int64_t k,
+                                     int64_t n) {
+  std::vector<double> c(m * n, 0.0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t p = 0; p < k; ++p)
+        s += double(a.as<float>()[i * k + p]) * b.as<float>()[p * n + j];
+      c[i * n + j] = s;
+    }
+  return c;
+}
+
+TEST_P(NumericsTest, MatmulOfOddSizes) {
+  Buffer a = random_f32({37, 53}, 1), b = random_f32({53, 29}, 2);
+  auto out = run("matmul_odd.mlir", "matmul", {a, b});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].shape(), (std::vector<int64_t>{37, 29}));
+  expect_close(out[0], matmul_reference(a, b, 37, 53, 29), 1e-4);
+}
+
+TEST_P(NumericsTest, TosaMlp) {
+  Buffer x = random_f32({1, 8, 64}, 3), w1 = random_f32({1, 64, 128}, 4),
+         b1 = random_f32({1, 1, 128}, 5), w2 = random_f32({1, 128, 10}, 6),
+         b2 = random_f32({1, 1, 10}, 7);
+  auto out = run("../../examples/mlp.mlir", "main", {x, w1, b1, w2, b2});
+  ASSERT_EQ(out.size(), 1u);
+  std::vector<double> h = matmul_reference(x, w1, 8, 64, 128);
+  Buffer relu(DType::kF32, {8, 128});
+  for (int i = 0; i < 8; ++i)
+    for (int j = 0; j < 128; ++j)
+      relu.as<float>()[i * 128 + j] = float(std::max(0.0, h[i * 128 + j] + b1.as<float>()[j]));
+  std::vector<double> o = matmul_reference(relu, w2, 8, 128, 10);
+  for (int i = 0; i < 8; ++i)
+    for (int j = 0; j < 10; ++j) o[i * 10 + j] += b2.as<float>()[j];
+  expect_close(out[0], o, 1e-4);
+}
+
+TEST_P(NumericsTest, Conv2d) {
+  Buffer x = random_f32({2, 10, 9, 3}, 8), w = random_f32({3, 3, 3, 8}, 9);
+  auto out = run("conv2d.mlir", "conv", {x, w});
+  ASSERT_EQ(out.size(), 1u);
+  std::vector<double> want(2 * 8 * 7 * 8, 0.0);
+  for (int n = 0; n < 2; ++n)
+    for (int oh = 0; oh < 8; ++oh)
+      for (int ow = 0; ow < 7; ++ow)
+        for (int f = 0; f < 8; ++f) {
+          double s = 0;
+          for (int kh = 0; kh < 3; ++kh)
+            for (int kw = 0; kw < 3; ++kw)
+              for (int c = 0; c < 3; ++c)
+                s += double(x.as<float>()[((n * 10 + oh + kh) * 9 + ow + kw) * 3 + c]) *
+                     w.as<float>()[((kh * 3 + kw) * 3 + c) * 8 + f];
+          want[((n * 8 + oh) * 7 + ow) * 8 + f] = s;
+        }
+  expect_close(out[0], want, 1e-4);
+}
+
+TEST_P(NumericsTest, Reductions) {
+  Buffer x = random_f32({13, 17}, 10);
+  auto out = run("reductions.mlir", "reductions", {x});
+  ASSERT_EQ(out.size(), 2u);
+  std::vector<double> sums(13, 0.0), maxima(17, -1e30);
+  for (int i = 0; i < 13; ++i)
+    for (int j = 0; j < 17; ++j) {
+      sums[i] += x.as<float>()[i * 17 + j];
+      maxima[j] = std::max<double>(maxima[j], x.as<float>()[i * 17 + j]);
+    }
+  expect_close(out[0], sums, 1e-5);
+  EXPECT_EQ(out[1].shape(), (std::vector<int64_t>{1, 17}));
+  expect_close(out[1], maxima, 0);
+}
+
+TEST_P(NumericsTest, Softmax) {
+  Buffer x = random_f32({6, 33}, 11);
+  auto out = run("softmax.mlir", "softmax", {x});
+  ASSERT_EQ(out.size(), 1u);
+  std::vector<double> want(6 * 33);
+  for (int i = 0; i < 6; ++i) {
+    double mx = -1e30, sum = 0;
+    for (int j = 0; j < 33; ++j) mx = std::max<double>(mx, x.as<float>()[i * 33 + j]);
+    for (int j = 0; j < 33; ++j) sum += std::exp(x.as<float>()[i * 33 + j] - mx);
+    for (int j = 0; j < 33; ++j) want[i * 33 + j] = std::exp(x.as<float>()[i * 33 + j] - mx) / sum;
+  }
+  expect_close(out[0], want, 1e-5);
+}
+
+TEST_P(NumericsTest, ElementwiseChain) {
+  Buffer x = random_f32({7, 19}, 12), a = random_f32({7, 19}, 13), b = random_f32({7, 19}, 14);
+  auto out = run("elementwise.mlir", "chain", {x, a, b});
+  ASSERT_EQ(out.size(), 1u);
+  std::vector<double> want(7 * 19);
+  for (int i = 0; i < 7 * 19; ++i) {
+    double xv = x.as<float>()[i];
+    want[i] = std::tanh(xv * a.as<float>()[i] + b.as<float>()[i]) + std::exp(-xv * xv) -
+              std::max(xv, 0.0);
+  }
+  expect_close(out[0], want, 1e-5);
+}
+
+TEST_P(NumericsTest, DynamicShapes) {
+  auto exe = compile_file(program_path("dynamic.mlir"), GetParam());
+  ASSERT_TRUE(exe.ok()) << exe.status().to_string();
+  // The same executable serves two different problem sizes.
+  for (auto [m, k, n] : {std::tuple<int64_t, int64_t, int64_t>{5, 11, 3}, {17, 4, 9}}) {
+    Buffer x = random_f32({m, k}, 15), y = random_f32({m, k}, 16), w = random_f32({k, n}, 17);
+    auto out = (*exe)->execute("dynamic", {x, y, w});
+    ASSERT_TRUE(out.ok()) << out.status().to_string();
+    ASSERT_EQ((*out)[0].shape(), (std::vector<int64_t>{m, n}));
+    Buffer sum(DType::kF32, {m, k});
+    for (int64_t i = 0; i < m * k; ++i) sum.as<float>()[i] = x.as<float>()[i] + y.as<float>()[i];
+    expect_close((*out)[0], matmul_reference(sum, w, m, k, n), 1e-4);
+  }
+}
+
+TEST_P(NumericsTest, IntegerBatchMatmulAndBooleans) {
+  Buffer a = random_i32({3, 5, 7}, 18), b = random_i32({3, 7, 4}, 19);
+  auto out = run("batch_matmul_i32.mlir", "bmm", {a, b});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[1].dtype(), DType::kI1);
+  std::vector<double> want(60), positive(60);
+  for (int bi = 0; bi < 3; ++bi)
+    for (int i = 0; i < 5; ++i)
+      for (int j = 0; j < 4; ++j) {
+        int64_t s = 0;
+        for (int p = 0; p < 7; ++p)
+          s += int64_t(a.as<int32_t>()[(bi * 5 + i) * 7 + p]) *
+               b.as<int32_t>()[(bi * 7 + p) * 4 + j];
+        want[(bi * 5 + i) * 4 + j] = double(s);
+        positive[(bi * 5 + i) * 4 + j] = s > 0 ? 1 : 0;
+      }
+  expect_close(out[0], want, 0);
+  expect_close(out[1], positive, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(EffortLevels, NumericsTest,
+                         ::testing::Values(EffortLevel::kO0, EffortLevel::kO1, EffortLevel::kO2,
+                                           EffortLevel::kO3),
+                         [](const auto& info) {
+                           return std::string(effort_level_name(info.param));
+                         });
+
+}  // namespace
+}  // namespace kiln::testing

@@ -1,0 +1,100 @@
+// Serialised executables: round trip in one process, load in a fresh process without the compiler,
+// and damaged bytes rejected, never run.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <random>
+
+#include "kiln/npy.h"
+#include "test_support.h"
+
+namespace kiln::testing {
+namespace {
+
+Buffer random_f32(std::vector<int64_t> shape, uint32_t seed) {
+  Buffer b(DType::kF32, std::move(shape));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (int64_t i = 0; i < b.element_count(); ++i) b.as<float>()[i] = dist(rng);
+  return b;
+}
+
+bool same_bytes(const Buffer& a, const Buffer& b) {
+  return a.type() == b.type() && std::memcmp(a.data(), b.data(), a.byte_size()) == 0;
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+TEST(SerializeTest, RoundTripInProcessGivesIdenticalResults) {
+  auto exe = compile_file(program_path("matmul_odd.mlir"), EffortLevel::kO2);
+  ASSERT_TRUE(exe.ok()) << exe.status().to_string();
+  std::string bytes = shared_client().serialize(**exe);
+  auto loaded = shared_client().deserialize(bytes);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  EXPECT_EQ((*loaded)->info().effort_level, "O2");
+  EXPECT_EQ((*loaded)->info().timings.passes_ms, (*exe)->info().timings.passes_ms);
+  EXPECT_EQ((*loaded)->entry_points().size(), 1u);
+  EXPECT_EQ((*loaded)->serialize(), bytes);
+  Buffer a = random_f32({37, 53}, 1), b = random_f32({53, 29}, 2);
+  auto want = (*exe)->execute("matmul", {a, b});
+  auto got = (*loaded)->execute("matmul", {a, b});
+  ASSERT_TRUE(want.ok() && got.ok());
+  EXPECT_TRUE(same_bytes((*want)[0], (*got)[0]));
+}
+
+TEST(SerializeTest, FreshProcessLoadsAndRunsWithoutTheCompiler) {
+  TempDir dir;
+  auto exe = compile_file(program_path("softmax.mlir"), EffortLevel::kO2);
+  ASSERT_TRUE(exe.ok()) << exe.status().to_string();
+  write_file(dir.file("softmax.kx"), (*exe)->serialize());
+  Buffer x = random_f32({6, 33}, 3);
+  ASSERT_TRUE(write_npy(dir.file("x.npy"), x).ok());
+  auto want = (*exe)->execute("softmax", {x});
+  ASSERT_TRUE(want.ok());
+
+  ProcessResult probe = run_process(
+      {KILN_LOAD_PROBE, dir.file("softmax.kx"), "softmax", dir.file("out"), dir.file("x.npy")});
+  ASSERT_EQ(probe.exit_code, 0) << probe.err;
+  EXPECT_NE(probe.out.find("libMLIR mapped: no"), std::string::npos) << probe.out;
+  EXPECT_NE(probe.out.find("libLLVM mapped: no"), std::string::npos) << probe.out;
+  auto got = read_npy(dir.file("out0.npy"));
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  EXPECT_TRUE(same_bytes((*want)[0], *got));
+}
+
+TEST(SerializeTest, EveryFlippedByteIsRejected) {
+  auto exe = compile_file(program_path("reductions.mlir"), EffortLevel::kO1);
+  ASSERT_TRUE(exe.ok()) << exe.status().to_string();
+  std::string bytes = (*exe)->serialize();
+  // Every byte of the header and metadata, then a stride through the code.
+  for (size_t i = 0; i < bytes.size(); i += (i < 2048 ? 1 : 97)) {
+    std::string damaged = bytes;
+    damaged[i] ^= 0x5a;
+    auto loaded = Executable::deserialize(damaged);
+    ASSERT_FALSE(loaded.ok()) << "flipping byte " << i << " went unnoticed";
+  }
+}
+
+TEST(SerializeTest, TruncatedAndForeignBytesAreRejectedWithClearErrors) {
+  auto exe = compile_file(program_path("reductions.mlir"), EffortLevel::kO1);
+  ASSERT_TRUE(exe.ok());
+  std::string bytes = (*exe)->serialize();
+  auto truncated = Executable::deserialize(bytes.substr(0, bytes.size() / 2));
+  ASSERT_FALSE(truncated.ok());
+  EXPECT_EQ(truncated.status().code(), StatusCode::kCorruption);
+  auto foreign = Executable::deserialize("module { func.func @f() { return } }");
+  ASSERT_FALSE(foreign.ok());
+  EXPECT_NE(foreign.status().message().find("not a kiln executable"), std::string::npos);
+  std::string future = bytes;
+  future[8] = 99;  // format version
+  auto versioned = Executable::deserialize(future);
+  ASSERT_FALSE(versioned.ok());
+  EXPECT_NE(versioned.status().message().find("format version 99"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kiln::testing

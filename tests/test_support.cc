@@ -1,0 +1,86 @@
+#include "test_support.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace kiln::testing {
+
+namespace {
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+}  // namespace
+
+ProcessResult run_process(const std::vector<std::string>& argv,
+                          const std::vector<std::string>& extra_env) {
+  TempDir dir;
+  std::string out_path = dir.file("stdout"), err_path = dir.file("stderr");
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) env_strings.push_back(*e);
+  for (const auto& e : extra_env) env_strings.push_back(e);
+  std::vector<char*> env;
+  for (auto& e : env_strings) env.push_back(e.data());
+  env.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0600);
+  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0600);
+  pid_t pid = 0;
+  ProcessResult result;
+  if (posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), env.data()) != 0) {
+    posix_spawn_file_actions_destroy(&actions);
+    result.err = "cannot start " + argv[0];
+    return result;
+  }
+  posix_spawn_file_actions_destroy(&actions);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.out = slurp(out_path);
+  result.err = slurp(err_path);
+  return result;
+}
+
+TempDir::TempDir() {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "kiln-test-XXXXXX").string();
+  char* made = mkdtemp(tmpl.data());
+  path_ = made ? made : "";
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+}
+
+const Client& shared_client() {
+  static std::unique_ptr<Client> client = [] {
+    auto c = Client::create_cpu(1);
+    if (!c.ok()) std::abort();
+    return std::move(c).value();
+  }();
+  return *client;
+}
+
+Result<std::shared_ptr<Executable>> compile_file(const std::string& path, EffortLevel level) {
+  KILN_ASSIGN_OR_RETURN(ModuleSource source, ModuleSource::from_file(path));
+  CompileOptions options;
+  options.optimization_level = level;
+  return shared_client().compile(source, options);
+}
+
+}  // namespace kiln::testing

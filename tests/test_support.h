@@ -1,0 +1,46 @@
+// Helpers shared by kiln's tests: paths of the built tools and test programs, child processes.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/client.h"
+
+namespace kiln::testing {
+
+inline std::string program_path(const std::string& name) {
+  return std::string(KILN_TEST_PROGRAMS_DIR) + "/" + name;
+}
+inline std::string kiln_binary() { return KILN_BINARY; }
+
+struct ProcessResult {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+// Runs argv[0] with argv (no shell), with extra environment "NAME=value" entries.
+ProcessResult run_process(const std::vector<std::string>& argv,
+                          const std::vector<std::string>& extra_env = {});
+
+// A scratch directory removed at the end of the test.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// The process-wide CPU client tests share (compiler loaded once).
+const Client& shared_client();
+
+Result<std::shared_ptr<Executable>> compile_file(const std::string& path, EffortLevel level);
+
+}  // namespace kiln::testing
