@@ -21,6 +21,7 @@
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
@@ -205,6 +206,32 @@ Status add_packed_entries(llvm::Module& module, const std::vector<EntryPoint>& e
   return Status();
 }
 
+// $KILN_DUMP_IR_TO=DIR writes the module at each stage to DIR/<module>.<stage>.{mlir,ll}.
+class IrDumper {
+ public:
+  explicit IrDumper(std::string module_name) : module_name_(std::move(module_name)) {
+    if (const char* dir = std::getenv("KILN_DUMP_IR_TO"); dir != nullptr && *dir != '\0') dir_ = dir;
+  }
+  void mlir(const std::string& stage, mlir::ModuleOp module) {
+    if (auto os = open(stage + ".mlir")) module->print(*os);
+  }
+  void llvm(const std::string& stage, llvm::Module& module) {
+    if (auto os = open(stage + ".ll")) module.print(*os, nullptr);
+  }
+
+ private:
+  std::unique_ptr<llvm::raw_fd_ostream> open(const std::string& suffix) {
+    if (dir_.empty()) return nullptr;
+    std::error_code ec;
+    llvm::sys::fs::create_directories(dir_);
+    auto os = std::make_unique<llvm::raw_fd_ostream>(dir_ + "/" + module_name_ + "." + suffix, ec);
+    if (ec) return nullptr;  // dumps are a debugging aid; never fail a compile over them
+    return os;
+  }
+  std::string module_name_;
+  std::string dir_;
+};
+
 class MlirModuleCompiler : public ModuleCompiler {
  public:
   MlirModuleCompiler() {
@@ -261,11 +288,16 @@ class MlirModuleCompiler : public ModuleCompiler {
       if (op->getName().getStringRef() == "memref.dealloc") frees_buffers = true;
     });
     Pipeline pipeline = build_pipeline(level, options.disabled_passes, frees_buffers);
+    IrDumper dump(result.info.module_name);
+    dump.mlir("0-input", *module);
     KILN_RETURN_IF_ERROR(run_passes(*module, pipeline.before_vectorize, diagnostics));
-    if (pipeline.tile_and_vectorize)
+    dump.mlir("1-bufferized", *module);
+    if (pipeline.tile_and_vectorize) {
       KILN_RETURN_IF_ERROR(run_transform_script(*module, kTileAndVectorizeScript, diagnostics));
+      dump.mlir("2-vectorized", *module);
+    }
     KILN_RETURN_IF_ERROR(run_passes(*module, pipeline.after_vectorize, diagnostics));
-    if (std::getenv("KILN_DEBUG_LOWERED")) module->print(llvm::errs());
+    dump.mlir("3-llvm-dialect", *module);
     KILN_RETURN_IF_ERROR(check_fully_lowered(*module));
     result.info.timings.passes_ms = elapsed_ms(start);
 
@@ -282,6 +314,7 @@ class MlirModuleCompiler : public ModuleCompiler {
     llvm_module->setDataLayout(machine->createDataLayout());
     llvm_module->setTargetTriple(machine->getTargetTriple());
     optimize(*llvm_module, *machine, pipeline.llvm_opt_level);
+    dump.llvm("4-optimized", *llvm_module);
     result.info.timings.llvm_ms = elapsed_ms(start);
 
     start = Clock::now();

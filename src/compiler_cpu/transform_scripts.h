@@ -35,9 +35,13 @@ module attributes {transform.with_named_sequence} {
       transform.apply_patterns.vector.reduction_to_contract
       transform.apply_patterns.vector.transfer_permutation_patterns
     } : !transform.any_op
+    // Hoisting needs the accumulator addressed on its base buffer, not through a subview, and the
+    // read and write indices to be the same SSA values.
     transform.apply_patterns to %funcs {
       transform.apply_patterns.canonicalization
+      transform.apply_patterns.memref.fold_memref_alias_ops
     } : !transform.any_op
+    transform.apply_cse to %funcs : !transform.any_op
     %hoisted = transform.structured.hoist_redundant_vector_transfers %funcs
         : (!transform.any_op) -> !transform.any_op
     transform.apply_patterns to %hoisted {
