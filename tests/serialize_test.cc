@@ -6,6 +6,7 @@
 #include <fstream>
 #include <random>
 
+#include "kiln/file.h"
 #include "kiln/npy.h"
 #include "test_support.h"
 
@@ -94,6 +95,57 @@ TEST(SerializeTest, TruncatedAndForeignBytesAreRejectedWithClearErrors) {
   auto versioned = Executable::deserialize(future);
   ASSERT_FALSE(versioned.ok());
   EXPECT_NE(versioned.status().message().find("format version 99"), std::string::npos);
+}
+
+TEST(InputFormatTest, BytecodeCompilesLikeText) {
+  TempDir dir;
+  std::string bytecode = dir.file("softmax.mlirbc");
+  ProcessResult opt = run_process({MLIR_OPT, program_path("softmax.mlir"), "--emit-bytecode",
+                                   "-o", bytecode});
+  ASSERT_EQ(opt.exit_code, 0) << opt.err;
+  auto from_text = compile_file(program_path("softmax.mlir"), EffortLevel::kO1);
+  auto from_bytecode = compile_file(bytecode, EffortLevel::kO1);
+  ASSERT_TRUE(from_text.ok() && from_bytecode.ok()) << from_bytecode.status().to_string();
+  Buffer x = random_f32({6, 33}, 4);
+  auto a = (*from_text)->execute("softmax", {x});
+  auto b = (*from_bytecode)->execute("softmax", {x});
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_TRUE(same_bytes((*a)[0], (*b)[0]));
+}
+
+TEST(DisabledPassTest, DisabledPassesReallyLeaveThePipeline) {
+  // Without the loop lowering, linalg ops survive and the compile fails naming them.
+  auto source = ModuleSource::from_file(program_path("matmul_odd.mlir"));
+  ASSERT_TRUE(source.ok());
+  CompileOptions options;
+  options.optimization_level = EffortLevel::kO1;
+  options.disabled_passes = {"convert-linalg-to-loops"};
+  auto exe = shared_client().compile(*source, options);
+  ASSERT_FALSE(exe.ok());
+  EXPECT_NE(exe.status().message().find("linalg."), std::string::npos) << exe.status().message();
+
+  // Without elementwise fusion, the two generics of the chain stay two loops nests (seen in the
+  // IR dump), and the result is unchanged.
+  TempDir dumps;
+  setenv("KILN_DUMP_IR_TO", dumps.path().c_str(), 1);
+  auto chain = ModuleSource::from_file(program_path("elementwise.mlir"));
+  options.disabled_passes = {};
+  auto fused = shared_client().compile(*chain, options);
+  auto fused_ir = read_file(dumps.file("module.1-bufferized.mlir"));
+  options.disabled_passes = {"linalg-fuse-elementwise-ops"};
+  auto unfused = shared_client().compile(*chain, options);
+  auto unfused_ir = read_file(dumps.file("module.1-bufferized.mlir"));
+  unsetenv("KILN_DUMP_IR_TO");
+  ASSERT_TRUE(fused.ok() && unfused.ok() && fused_ir.ok() && unfused_ir.ok());
+  auto count = [](const std::string& text) {
+    size_t n = 0;
+    for (size_t at = text.find("linalg.generic"); at != std::string::npos;
+         at = text.find("linalg.generic", at + 1))
+      ++n;
+    return n;
+  };
+  EXPECT_EQ(count(*fused_ir), 1u);
+  EXPECT_EQ(count(*unfused_ir), 2u);
 }
 
 }  // namespace

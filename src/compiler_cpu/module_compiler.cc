@@ -309,6 +309,11 @@ class MlirModuleCompiler : public ModuleCompiler {
       return compile_error("translation to LLVM IR failed:\n" + diagnostics);
     }
     KILN_RETURN_IF_ERROR(add_packed_entries(*llvm_module, result.entry_points));
+    // LLVM's O3 unrolling explodes on big straight-line modules (seconds for no run-time gain, see
+    // docs/BENCHMARKS.md); above this size O3 programs get LLVM's O2 pipeline.
+    constexpr size_t kLargeModuleInstructions = 20000;
+    if (pipeline.llvm_opt_level == 3 && llvm_module->getInstructionCount() > kLargeModuleInstructions)
+      pipeline.llvm_opt_level = 2;
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> machine,
                           create_target_machine(pipeline.llvm_opt_level));
     llvm_module->setDataLayout(machine->createDataLayout());

@@ -9,6 +9,7 @@
 
 #include "backend/cpu/pipeline.h"
 #include "kiln/client.h"
+#include "kiln/file.h"
 #include "kiln/npy.h"
 
 namespace {
@@ -24,14 +25,6 @@ int fail(const kiln::Status& status) {
 }
 
 bool looks_like_executable(const std::string& bytes) { return bytes.rfind("KILNEXE", 0) == 0; }
-
-kiln::Result<std::string> read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return kiln::invalid_argument("cannot open " + path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 struct RunArgs {
   std::string file;
@@ -57,7 +50,7 @@ kiln::Result<kiln::CompileOptions> compile_options(const std::string& effort,
 kiln::Result<std::shared_ptr<kiln::Executable>> obtain_executable(
     const kiln::Client& client, const std::string& file, const kiln::CompileOptions& options,
     bool& loaded_compiled) {
-  KILN_ASSIGN_OR_RETURN(std::string bytes, read_bytes(file));
+  KILN_ASSIGN_OR_RETURN(std::string bytes, kiln::read_file(file));
   loaded_compiled = looks_like_executable(bytes);
   if (loaded_compiled) return client.deserialize(bytes);
   kiln::ModuleSource source{std::move(bytes), file};
@@ -202,9 +195,8 @@ int compile_command(const std::string& file, const std::string& output, const st
   auto exe = (*client)->compile(*source, *options);
   if (!exe.ok()) return fail(exe.status());
   std::string bytes = (*exe)->serialize();
-  std::ofstream out(output, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!out) return fail(kiln::io_error("cannot write " + output));
+  kiln::Status written = kiln::write_file(output, bytes);
+  if (!written.ok()) return fail(written);
   const auto& t = (*exe)->info().timings;
   std::printf(
       "wrote %s (%zu bytes, %s): parse %.2f ms, passes %.2f ms, llvm %.2f ms, codegen %.2f ms\n",

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "backend/cpu/compiler_interface.h"
+#include "kiln/file.h"
 #include "kiln_build_info.h"
 
 namespace kiln {
@@ -85,14 +86,8 @@ const char* kiln_version() { return KILN_VERSION; }
 const char* llvm_version() { return KILN_LLVM_VERSION; }
 
 Result<ModuleSource> ModuleSource::from_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return invalid_argument("cannot open " + path + ": " + std::strerror(errno));
-  }
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
   ModuleSource source;
-  source.bytes = bytes.str();
+  KILN_ASSIGN_OR_RETURN(source.bytes, read_file(path));
   source.name = path;
   return source;
 }
