@@ -66,10 +66,12 @@ int openblas_only(const std::vector<int>& sizes, int repeat) {
   openblas_set_num_threads(1);
   for (int n : sizes) {
     kiln::Buffer a = random_matrix(n, 1), b = random_matrix(n, 2), c(kiln::DType::kF32, {n, n});
-    double ms = best_ms([&] {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.as<float>(), n,
-                  b.as<float>(), n, 0.0f, c.as<float>(), n);
-    }, repeat);
+    double ms = best_ms(
+        [&] {
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.as<float>(), n,
+                      b.as<float>(), n, 0.0f, c.as<float>(), n);
+        },
+        repeat);
     std::printf("%d %.1f\n", n, gflops(n, ms));
   }
   return 0;
@@ -88,7 +90,8 @@ std::string run_capture(std::vector<std::string> argv, const std::vector<std::st
   env.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0600);
   pid_t pid = 0;
   if (posix_spawn(&pid, args[0], &actions, nullptr, args.data(), env.data()) != 0) return "";
   posix_spawn_file_actions_destroy(&actions);
@@ -127,10 +130,12 @@ int main(int argc, char** argv) {
   char path[4096] = {};
   ssize_t len = readlink(self.c_str(), path, sizeof(path) - 1);
   std::string me = len > 0 ? std::string(path, len) : argv[0];
-  auto blas_default = parse_openblas(run_capture({me, "--openblas-only"}, {"OPENBLAS_NUM_THREADS=1"}), sizes.size());
-  auto blas_skx = parse_openblas(
-      run_capture({me, "--openblas-only"}, {"OPENBLAS_NUM_THREADS=1", "OPENBLAS_CORETYPE=SkylakeX"}),
-      sizes.size());
+  auto blas_default = parse_openblas(
+      run_capture({me, "--openblas-only"}, {"OPENBLAS_NUM_THREADS=1"}), sizes.size());
+  auto blas_skx =
+      parse_openblas(run_capture({me, "--openblas-only"},
+                                 {"OPENBLAS_NUM_THREADS=1", "OPENBLAS_CORETYPE=SkylakeX"}),
+                     sizes.size());
 
   std::printf("f32 matmul, one core, GFLOP/s (best of %d)\n", repeat);
   std::printf("%-6s %10s %10s %16s %18s %14s\n", "n", "kiln O2", "kiln O3", "OpenBLAS default",
@@ -155,11 +160,12 @@ int main(int argc, char** argv) {
       g[level_index++] = gflops(n, ms);
       const auto& t = (*exe)->info().timings;
       char line[256];
-      std::snprintf(line, sizeof(line),
-                    "matmul %4d %s: parse %6.2f  passes %6.2f  llvm %6.2f  codegen %6.2f  total %7.2f ms, "
-                    "code %zu bytes",
-                    n, kiln::effort_level_name(level), t.parse_ms, t.passes_ms, t.llvm_ms,
-                    t.codegen_ms, t.total_ms(), (*exe)->code_size());
+      std::snprintf(
+          line, sizeof(line),
+          "matmul %4d %s: parse %6.2f  passes %6.2f  llvm %6.2f  codegen %6.2f  total %7.2f ms, "
+          "code %zu bytes",
+          n, kiln::effort_level_name(level), t.parse_ms, t.passes_ms, t.llvm_ms, t.codegen_ms,
+          t.total_ms(), (*exe)->code_size());
       stage_lines.push_back(line);
     }
     double best_blas = std::max(blas_default[i], blas_skx[i]);

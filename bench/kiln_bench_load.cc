@@ -12,7 +12,8 @@ int main(int argc, char** argv) {
   auto bytes = kiln::read_file(argv[1]);
   if (!bytes.ok()) return 1;
   auto exe = kiln::Executable::deserialize(*bytes);
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!exe.ok()) {
     std::fprintf(stderr, "%s\n", exe.status().to_string().c_str());
     return 1;

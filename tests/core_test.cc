@@ -55,12 +55,12 @@ TEST(NpyTest, RejectsUnsupportedAndDamagedFiles) {
 
 TEST(PipelineTest, DisabledPassesAreLeftOut) {
   cpu::Pipeline full = cpu::build_pipeline(EffortLevel::kO2, {});
-  std::string text = cpu::pipeline_text(full.before_vectorize);
+  std::string text = cpu::pipeline_text(full.tensor_passes);
   EXPECT_NE(text.find("linalg-fuse-elementwise-ops"), std::string::npos);
   EXPECT_TRUE(full.tile_and_vectorize);
   cpu::Pipeline cut = cpu::build_pipeline(
       EffortLevel::kO2, {"linalg-fuse-elementwise-ops", cpu::kTileAndVectorizeStep});
-  EXPECT_EQ(cpu::pipeline_text(cut.before_vectorize).find("linalg-fuse-elementwise-ops"),
+  EXPECT_EQ(cpu::pipeline_text(cut.tensor_passes).find("linalg-fuse-elementwise-ops"),
             std::string::npos);
   EXPECT_FALSE(cut.tile_and_vectorize);
 }

@@ -27,11 +27,13 @@ std::string reference_output(const std::string& program) {
   ProcessResult pipeline = run_process(
       {kiln_binary(), "pipeline", "-O", "O1", "--disable-pass", "buffer-deallocation-pipeline"});
   EXPECT_EQ(pipeline.exit_code, 0) << pipeline.err;
-  std::vector<std::string> stages = lines_of(pipeline.out);
-  EXPECT_EQ(stages.size(), 3u) << pipeline.out;  // two pass lists and the LLVM level
+  std::vector<std::string> stages;
+  for (const std::string& line : lines_of(pipeline.out))
+    if (line.rfind("builtin.module(", 0) == 0) stages.push_back(line);
+  EXPECT_EQ(stages.size(), 3u) << pipeline.out;  // O1 has no transform steps, three pass lists
   TempDir dir;
   std::string current = program;
-  for (int i = 0; i < 2; ++i) {
+  for (size_t i = 0; i < stages.size(); ++i) {
     std::string next = dir.file("stage" + std::to_string(i) + ".mlir");
     ProcessResult opt =
         run_process({MLIR_OPT, current, "--pass-pipeline=" + stages[i], "-o", next});

@@ -100,8 +100,8 @@ TEST(SerializeTest, TruncatedAndForeignBytesAreRejectedWithClearErrors) {
 TEST(InputFormatTest, BytecodeCompilesLikeText) {
   TempDir dir;
   std::string bytecode = dir.file("softmax.mlirbc");
-  ProcessResult opt = run_process({MLIR_OPT, program_path("softmax.mlir"), "--emit-bytecode",
-                                   "-o", bytecode});
+  ProcessResult opt =
+      run_process({MLIR_OPT, program_path("softmax.mlir"), "--emit-bytecode", "-o", bytecode});
   ASSERT_EQ(opt.exit_code, 0) << opt.err;
   auto from_text = compile_file(program_path("softmax.mlir"), EffortLevel::kO1);
   auto from_bytecode = compile_file(bytecode, EffortLevel::kO1);
@@ -146,6 +146,32 @@ TEST(DisabledPassTest, DisabledPassesReallyLeaveThePipeline) {
   };
   EXPECT_EQ(count(*fused_ir), 1u);
   EXPECT_EQ(count(*unfused_ir), 2u);
+}
+
+}  // namespace
+}  // namespace kiln::testing
+
+namespace kiln::testing {
+namespace {
+
+TEST(VectorizationTest, ConvolutionsAreVectorisedFromO2AndTheStepCanBeDisabled) {
+  TempDir dumps;
+  setenv("KILN_DUMP_IR_TO", dumps.path().c_str(), 1);
+  auto source = ModuleSource::from_file(program_path("conv2d.mlir"));
+  ASSERT_TRUE(source.ok());
+  CompileOptions options;
+  options.optimization_level = EffortLevel::kO2;
+  auto vectorised = shared_client().compile(*source, options);
+  auto vectorised_ir = read_file(dumps.file("module.1-bufferized.mlir"));
+  options.disabled_passes = {"kiln-vectorize-convolutions"};
+  auto scalar = shared_client().compile(*source, options);
+  auto scalar_ir = read_file(dumps.file("module.1-bufferized.mlir"));
+  unsetenv("KILN_DUMP_IR_TO");
+  ASSERT_TRUE(vectorised.ok() && scalar.ok() && vectorised_ir.ok() && scalar_ir.ok());
+  EXPECT_NE(vectorised_ir->find("vector.contract"), std::string::npos);
+  EXPECT_EQ(vectorised_ir->find("linalg.conv_2d_nhwc_hwcf"), std::string::npos);
+  EXPECT_EQ(scalar_ir->find("vector.contract"), std::string::npos);
+  EXPECT_NE(scalar_ir->find("linalg.conv_2d_nhwc_hwcf"), std::string::npos);
 }
 
 }  // namespace

@@ -35,6 +35,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
@@ -210,7 +211,8 @@ Status add_packed_entries(llvm::Module& module, const std::vector<EntryPoint>& e
 class IrDumper {
  public:
   explicit IrDumper(std::string module_name) : module_name_(std::move(module_name)) {
-    if (const char* dir = std::getenv("KILN_DUMP_IR_TO"); dir != nullptr && *dir != '\0') dir_ = dir;
+    if (const char* dir = std::getenv("KILN_DUMP_IR_TO"); dir != nullptr && *dir != '\0')
+      dir_ = dir;
   }
   void mlir(const std::string& stage, mlir::ModuleOp module) {
     if (auto os = open(stage + ".mlir")) module->print(*os);
@@ -290,13 +292,16 @@ class MlirModuleCompiler : public ModuleCompiler {
     Pipeline pipeline = build_pipeline(level, options.disabled_passes, frees_buffers);
     IrDumper dump(result.info.module_name);
     dump.mlir("0-input", *module);
-    KILN_RETURN_IF_ERROR(run_passes(*module, pipeline.before_vectorize, diagnostics));
+    KILN_RETURN_IF_ERROR(run_passes(*module, pipeline.tensor_passes, diagnostics));
+    if (pipeline.vectorize_convolutions)
+      apply_optional_transform(module, kVectorizeConvolutionsScript);
+    KILN_RETURN_IF_ERROR(run_passes(*module, pipeline.bufferize_passes, diagnostics));
     dump.mlir("1-bufferized", *module);
     if (pipeline.tile_and_vectorize) {
-      KILN_RETURN_IF_ERROR(run_transform_script(*module, kTileAndVectorizeScript, diagnostics));
+      apply_optional_transform(module, kTileAndVectorizeScript);
       dump.mlir("2-vectorized", *module);
     }
-    KILN_RETURN_IF_ERROR(run_passes(*module, pipeline.after_vectorize, diagnostics));
+    KILN_RETURN_IF_ERROR(run_passes(*module, pipeline.lowering_passes, diagnostics));
     dump.mlir("3-llvm-dialect", *module);
     KILN_RETURN_IF_ERROR(check_fully_lowered(*module));
     result.info.timings.passes_ms = elapsed_ms(start);
@@ -312,7 +317,8 @@ class MlirModuleCompiler : public ModuleCompiler {
     // LLVM's O3 unrolling explodes on big straight-line modules (seconds for no run-time gain, see
     // docs/BENCHMARKS.md); above this size O3 programs get LLVM's O2 pipeline.
     constexpr size_t kLargeModuleInstructions = 20000;
-    if (pipeline.llvm_opt_level == 3 && llvm_module->getInstructionCount() > kLargeModuleInstructions)
+    if (pipeline.llvm_opt_level == 3 &&
+        llvm_module->getInstructionCount() > kLargeModuleInstructions)
       pipeline.llvm_opt_level = 2;
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> machine,
                           create_target_machine(pipeline.llvm_opt_level));
@@ -392,21 +398,26 @@ class MlirModuleCompiler : public ModuleCompiler {
     return Status();
   }
 
-  Status run_transform_script(mlir::ModuleOp module, const char* script, std::string& diagnostics) {
+  // Transform scripts are optimisations: when one cannot apply (a shape it does not handle), the
+  // module goes on unchanged. The script runs on a clone so a half-applied script leaves no trace.
+  void apply_optional_transform(mlir::OwningOpRef<mlir::ModuleOp>& module, const char* script) {
+    mlir::MLIRContext* context = module->getContext();
     mlir::OwningOpRef<mlir::ModuleOp> transforms =
-        mlir::parseSourceString<mlir::ModuleOp>(script, module->getContext());
-    if (!transforms) return internal_error("kiln's transform script does not parse");
+        mlir::parseSourceString<mlir::ModuleOp>(script, context);
+    if (!transforms) return;
     mlir::Operation* entry = nullptr;
     transforms->walk([&](mlir::transform::NamedSequenceOp seq) {
       if (seq.getSymName() == "__transform_main") entry = seq;
     });
-    if (entry == nullptr) return internal_error("kiln's transform script has no entry");
-    if (mlir::failed(mlir::transform::applyTransformNamedSequence(
-            module, entry, *transforms, mlir::transform::TransformOptions()))) {
-      return compile_error(diagnostics + "note: the step '" + kTileAndVectorizeStep +
-                           "' failed; disable it to compile without vectorised contractions");
+    if (entry == nullptr) return;
+    mlir::OwningOpRef<mlir::ModuleOp> candidate(module->clone());
+    // Its diagnostics are not the user's errors: keep them out of the compile's output.
+    mlir::ScopedDiagnosticHandler quiet(context, [](mlir::Diagnostic&) { return mlir::success(); });
+    if (mlir::succeeded(mlir::transform::applyTransformNamedSequence(
+            *candidate, entry, *transforms, mlir::transform::TransformOptions())) &&
+        mlir::succeeded(mlir::verify(*candidate))) {
+      module = std::move(candidate);
     }
-    return Status();
   }
 
   Status check_fully_lowered(mlir::ModuleOp module) {

@@ -3,6 +3,28 @@
 
 namespace kiln::cpu {
 
+// 2-D convolutions (on tensors, before bufferisation: decomposition needs tensor semantics): tile
+// batch, output row and kernel row to 1 so each tile is a 1-D convolution, and vectorise it into
+// contractions over the channels. Shapes must be static; otherwise the module stays as it was.
+inline constexpr const char* kVectorizeConvolutionsScript = R"mlir(
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %conv = transform.structured.match ops{["linalg.conv_2d_nhwc_hwcf"]} in %root
+        : (!transform.any_op) -> !transform.any_op
+    %tiled, %loops:3 = transform.structured.tile_using_for %conv tile_sizes [1, 1, 0, 0, 1, 0, 0]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op)
+    %conv1d = transform.structured.decompose %tiled : (!transform.any_op) -> !transform.any_op
+    transform.structured.vectorize %conv1d : !transform.any_op
+    %funcs = transform.structured.match ops{["func.func"]} in %root
+        : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %funcs {
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    transform.yield
+  }
+}
+)mlir";
+
 // Contractions: tile for the caches (64×128×128), then to an 8×32 register tile with a unit
 // reduction step, and vectorise that tile only (masked where sizes are odd). The reduction becomes
 // a contraction lowered to outer products (FMAs), and the accumulator's read/write is hoisted out

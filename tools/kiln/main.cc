@@ -255,10 +255,12 @@ int main(int argc, char** argv) {
     if (!level.ok()) return fail(level.status());
     kiln::cpu::Pipeline p =
         kiln::cpu::build_pipeline(kiln::resolve_effort_level(*level), pipeline_disabled);
-    // One mlir-opt pipeline when there is no transform step; otherwise the two halves around it.
-    std::printf("%s\n", kiln::cpu::pipeline_text(p.before_vectorize).c_str());
+    // Each pass list is an mlir-opt --pass-pipeline; transform steps print by name between them.
+    std::printf("%s\n", kiln::cpu::pipeline_text(p.tensor_passes).c_str());
+    if (p.vectorize_convolutions) std::printf("%s\n", kiln::cpu::kVectorizeConvolutionsStep);
+    std::printf("%s\n", kiln::cpu::pipeline_text(p.bufferize_passes).c_str());
     if (p.tile_and_vectorize) std::printf("%s\n", kiln::cpu::kTileAndVectorizeStep);
-    std::printf("%s\nllvm -O%d\n", kiln::cpu::pipeline_text(p.after_vectorize).c_str(),
+    std::printf("%s\nllvm -O%d\n", kiln::cpu::pipeline_text(p.lowering_passes).c_str(),
                 p.llvm_opt_level);
     return 0;
   }

@@ -8,7 +8,7 @@ Pipeline build_pipeline(EffortLevel level, const std::vector<std::string>& disab
                         bool program_frees_buffers) {
   bool vectorize = level >= EffortLevel::kO2;
   Pipeline p;
-  p.before_vectorize = {
+  p.tensor_passes = {
       {"tosa-to-linalg-named", "", true},
       {"tosa-to-linalg", "", true},
       {"tosa-to-arith", "", true},
@@ -16,6 +16,9 @@ Pipeline build_pipeline(EffortLevel level, const std::vector<std::string>& disab
       {"convert-elementwise-to-linalg", "", true},
       {"canonicalize", "", false},
       {"linalg-fuse-elementwise-ops", "", false},
+  };
+  p.vectorize_convolutions = vectorize;
+  p.bufferize_passes = {
       {"canonicalize", "", false},
       {"one-shot-bufferize",
        "{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}",
@@ -23,7 +26,7 @@ Pipeline build_pipeline(EffortLevel level, const std::vector<std::string>& disab
       {"canonicalize", "", false},
   };
   p.tile_and_vectorize = vectorize;
-  p.after_vectorize = {
+  p.lowering_passes = {
       {"buffer-deallocation-pipeline", "", false},
       {"convert-bufferization-to-memref", "", false},
       {"convert-linalg-to-loops", "", true},
@@ -49,10 +52,14 @@ Pipeline build_pipeline(EffortLevel level, const std::vector<std::string>& disab
     if (program_frees_buffers && s.pass == "buffer-deallocation-pipeline") return true;
     return std::find(disabled.begin(), disabled.end(), s.pass) != disabled.end();
   };
-  std::erase_if(p.before_vectorize, is_disabled);
-  std::erase_if(p.after_vectorize, is_disabled);
-  if (std::find(disabled.begin(), disabled.end(), kTileAndVectorizeStep) != disabled.end())
-    p.tile_and_vectorize = false;
+  std::erase_if(p.tensor_passes, is_disabled);
+  std::erase_if(p.bufferize_passes, is_disabled);
+  std::erase_if(p.lowering_passes, is_disabled);
+  auto named = [&](const char* step) {
+    return std::find(disabled.begin(), disabled.end(), step) != disabled.end();
+  };
+  if (named(kVectorizeConvolutionsStep)) p.vectorize_convolutions = false;
+  if (named(kTileAndVectorizeStep)) p.tile_and_vectorize = false;
   switch (level) {
     case EffortLevel::kO0:
       p.llvm_opt_level = 0;

@@ -15,13 +15,16 @@ struct PipelineStep {
   bool on_functions = false;  // nested under func.func
 };
 
-// The step name for kiln's own contraction tiling + vectorisation (a transform-dialect script).
+// Step names of kiln's own transform-dialect scripts (usable in the disabled-pass list).
+inline constexpr const char* kVectorizeConvolutionsStep = "kiln-vectorize-convolutions";
 inline constexpr const char* kTileAndVectorizeStep = "kiln-tile-and-vectorize";
 
 struct Pipeline {
-  std::vector<PipelineStep> before_vectorize;  // TOSA → linalg, clean-up, bufferisation
-  bool tile_and_vectorize = false;
-  std::vector<PipelineStep> after_vectorize;  // deallocation, lowering to the LLVM dialect
+  std::vector<PipelineStep> tensor_passes;  // TOSA → linalg, elementwise fusion
+  bool vectorize_convolutions = false;      // on tensors: decompose to 1-D, vectorise
+  std::vector<PipelineStep> bufferize_passes;
+  bool tile_and_vectorize = false;            // on buffers: matmul / batch_matmul register tiles
+  std::vector<PipelineStep> lowering_passes;  // deallocation, loops, LLVM dialect
   int llvm_opt_level = 2;
 };
 
