@@ -10,14 +10,6 @@
 namespace kiln::testing {
 namespace {
 
-Buffer random_f32(std::vector<int64_t> shape, uint32_t seed) {
-  Buffer b(DType::kF32, std::move(shape));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (int64_t i = 0; i < b.element_count(); ++i) b.as<float>()[i] = dist(rng);
-  return b;
-}
-
 Buffer random_i32(std::vector<int64_t> shape, uint32_t seed) {
   Buffer b(DType::kI32, std::move(shape));
   std::mt19937 rng(seed);

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 namespace kiln::testing {
@@ -81,6 +82,14 @@ Result<std::shared_ptr<Executable>> compile_file(const std::string& path, Effort
   CompileOptions options;
   options.optimization_level = level;
   return shared_client().compile(source, options);
+}
+
+Buffer random_f32(std::vector<int64_t> shape, uint32_t seed) {
+  Buffer b(DType::kF32, std::move(shape));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (int64_t i = 0; i < b.element_count(); ++i) b.as<float>()[i] = dist(rng);
+  return b;
 }
 
 }  // namespace kiln::testing

@@ -43,4 +43,7 @@ const Client& shared_client();
 
 Result<std::shared_ptr<Executable>> compile_file(const std::string& path, EffortLevel level);
 
+// Uniform values in [-1, 1), the same for the same seed.
+Buffer random_f32(std::vector<int64_t> shape, uint32_t seed);
+
 }  // namespace kiln::testing
