@@ -4,14 +4,11 @@
 #include <cstdio>
 
 #include "kiln/executable.h"
-#include "kiln/file.h"
 
 int main(int argc, char** argv) {
   if (argc != 2) return 2;
   auto start = std::chrono::steady_clock::now();
-  auto bytes = kiln::read_file(argv[1]);
-  if (!bytes.ok()) return 1;
-  auto exe = kiln::Executable::deserialize(*bytes);
+  auto exe = kiln::Executable::deserialize_file(argv[1]);
   double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!exe.ok()) {

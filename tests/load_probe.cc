@@ -2,7 +2,6 @@
 // .npy files, writes the results, and says whether libMLIR or libLLVM got mapped.
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include "kiln/executable.h"
@@ -13,10 +12,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: kiln_load_probe FILE.kx ENTRY OUT_PREFIX [IN.npy ...]\n");
     return 2;
   }
-  std::ifstream in(argv[1], std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  auto exe = kiln::Executable::deserialize(bytes.str());
+  auto exe = kiln::Executable::deserialize_file(argv[1]);
   if (!exe.ok()) {
     std::fprintf(stderr, "%s\n", exe.status().to_string().c_str());
     return 1;

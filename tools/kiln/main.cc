@@ -52,7 +52,7 @@ kiln::Result<std::shared_ptr<kiln::Executable>> obtain_executable(
     bool& loaded_compiled) {
   KILN_ASSIGN_OR_RETURN(std::string bytes, kiln::read_file(file));
   loaded_compiled = looks_like_executable(bytes);
-  if (loaded_compiled) return client.deserialize(bytes);
+  if (loaded_compiled) return kiln::Executable::deserialize(bytes);
   kiln::ModuleSource source{std::move(bytes), file};
   return client.compile(source, options);
 }

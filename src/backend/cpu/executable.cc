@@ -3,8 +3,10 @@
 #include "kiln/executable.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -110,38 +112,37 @@ bool is_dense_row_major(const DescriptorView& d) {
 
 Executable::~Executable() {
   if (library_handle_ != nullptr) dlclose(library_handle_);
+  if (code_fd_ >= 0) close(code_fd_);
 }
 
 Result<std::shared_ptr<Executable>> Executable::load(ExecutableInfo info,
                                                      std::vector<EntryPoint> entry_points,
-                                                     std::string shared_object) {
+                                                     std::string_view shared_object) {
   auto start = std::chrono::steady_clock::now();
   keep_freed_memory_for_reuse();
   std::shared_ptr<Executable> exe(new Executable());
   exe->info_ = std::move(info);
   exe->entry_points_ = std::move(entry_points);
-  exe->shared_object_ = std::move(shared_object);
+  exe->code_size_ = shared_object.size();
 
   // dlopen needs a path; an anonymous memory file gives one without touching the disk.
   int fd = memfd_create("kiln-executable", MFD_CLOEXEC);
   if (fd < 0) return io_error(std::string("memfd_create failed: ") + std::strerror(errno));
-  const char* data = exe->shared_object_.data();
-  size_t left = exe->shared_object_.size();
+  exe->code_fd_ = fd;
+  const char* data = shared_object.data();
+  size_t left = shared_object.size();
   while (left > 0) {
     ssize_t n = write(fd, data, left);
     if (n < 0) {
       if (errno == EINTR) continue;
-      int err = errno;
-      close(fd);
       return io_error(std::string("writing executable to memory file failed: ") +
-                      std::strerror(err));
+                      std::strerror(errno));
     }
     data += n;
     left -= static_cast<size_t>(n);
   }
   std::string path = "/proc/self/fd/" + std::to_string(fd);
   exe->library_handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  close(fd);
   if (exe->library_handle_ == nullptr) {
     const char* why = dlerror();
     return corruption(std::string("cannot load executable code: ") + (why ? why : "unknown"));
@@ -181,24 +182,31 @@ std::string Executable::serialize() const {
   }
   meta["entries"] = entries;
   std::string metadata = meta.dump();
+  std::string code(code_size_, '\0');
+  for (size_t done = 0; done < code.size();) {
+    ssize_t n = pread(code_fd_, code.data() + done, code.size() - done, static_cast<off_t>(done));
+    if (n <= 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // cannot happen for a memfd we wrote; the checksum would expose it
+    done += static_cast<size_t>(n);
+  }
 
   SerializedHeader header{};
   std::memcpy(header.magic, kMagic, sizeof(kMagic));
   header.format_version = kFormatVersion;
   header.metadata_size = metadata.size();
-  header.object_size = shared_object_.size();
+  header.object_size = code.size();
   XXH3_state_t* state = XXH3_createState();
   XXH3_64bits_reset(state);
   XXH3_64bits_update(state, metadata.data(), metadata.size());
-  XXH3_64bits_update(state, shared_object_.data(), shared_object_.size());
+  XXH3_64bits_update(state, code.data(), code.size());
   header.checksum = XXH3_64bits_digest(state);
   XXH3_freeState(state);
 
   std::string out;
-  out.reserve(sizeof(header) + metadata.size() + shared_object_.size());
+  out.reserve(sizeof(header) + metadata.size() + code.size());
   out.append(reinterpret_cast<const char*>(&header), sizeof(header));
   out += metadata;
-  out += shared_object_;
+  out += code;
   return out;
 }
 
@@ -254,7 +262,24 @@ Result<std::shared_ptr<Executable>> Executable::deserialize(std::string_view byt
   } catch (const nlohmann::json::exception& e) {
     return corruption(std::string("kiln executable metadata is malformed: ") + e.what());
   }
-  return load(std::move(info), std::move(entries), std::string(object));
+  return load(std::move(info), std::move(entries), object);
+}
+
+Result<std::shared_ptr<Executable>> Executable::deserialize_file(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return invalid_argument("cannot open " + path + ": " + std::strerror(errno));
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || st.st_size == 0) {
+    close(fd);
+    return invalid_argument("not a kiln executable (empty or unreadable): " + path);
+  }
+  size_t size = static_cast<size_t>(st.st_size);
+  void* mapped = mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  close(fd);
+  if (mapped == MAP_FAILED) return io_error("cannot map " + path + ": " + std::strerror(errno));
+  auto result = deserialize(std::string_view(static_cast<const char*>(mapped), size));
+  munmap(mapped, size);
+  return result;
 }
 
 Result<const EntryPoint*> Executable::find_entry(const std::string& name) const {
