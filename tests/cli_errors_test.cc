@@ -124,7 +124,8 @@ TEST(CliTest, CompileThenRunTheExecutableWithoutCompiling) {
   ProcessResult run = kiln({"run", kx, "--fill", "ones", "--output", dir.file("o.npy")});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_THAT(run.out, HasSubstr("result 0: tensor<1x8x10xf32>"));
-  EXPECT_THAT(run.out, HasSubstr("time: no compile (loaded a compiled executable)"));
+  EXPECT_THAT(run.out, HasSubstr("cache: off (ran a compiled executable file)"));
+  EXPECT_THAT(run.out, HasSubstr("time: no compile"));
   auto out = read_npy(dir.file("o.npy"));
   ASSERT_TRUE(out.ok());
   // With all-ones inputs: hidden = 64 + 1 = 65 per unit, output = 128 * 65 + 1.

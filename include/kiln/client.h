@@ -26,6 +26,11 @@ struct ModuleSource {
   static Result<ModuleSource> from_file(const std::string& path);
 };
 
+struct CanonicalModule {
+  std::string module_name;  // the module's sym_name, or "module"
+  std::string text;         // deterministic printed form
+};
+
 class Client {
  public:
   // The CPU client. Device count: `device_count` if > 0, else $KILN_CPU_DEVICE_COUNT, else 1.
@@ -41,6 +46,8 @@ class Client {
   // Compiles `source` with `options`. The first call loads the compiler library (libMLIR/libLLVM).
   Result<std::shared_ptr<Executable>> compile(const ModuleSource& source,
                                               const CompileOptions& options) const;
+  // Parses and prints `source` canonically (loads the compiler library).
+  Result<CanonicalModule> canonicalize(const ModuleSource& source, bool keep_locations) const;
   std::string serialize(const Executable& executable) const { return executable.serialize(); }
   Result<std::shared_ptr<Executable>> deserialize(std::string_view bytes) const {
     return Executable::deserialize(bytes);

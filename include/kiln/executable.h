@@ -60,6 +60,8 @@ class Executable {
                                                   std::string_view shared_object);
 
   std::string serialize() const;
+  // The native code alone (deterministic for the same module and options; used to verify caches).
+  std::string code_bytes() const;
 
   const ExecutableInfo& info() const { return info_; }
   const std::vector<EntryPoint>& entry_points() const { return entry_points_; }

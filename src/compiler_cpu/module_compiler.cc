@@ -252,6 +252,33 @@ class MlirModuleCompiler : public ModuleCompiler {
     triple_ = llvm::sys::getProcessTriple();
   }
 
+  Result<CanonicalModule> canonicalize(const ModuleSource& source, bool keep_locations) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    mlir::MLIRContext context(registry_);
+    llvm::SourceMgr source_mgr;
+    source_mgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(source.bytes, source.name),
+                                  llvm::SMLoc());
+    std::string diagnostics;
+    llvm::raw_string_ostream diagnostic_stream(diagnostics);
+    mlir::SourceMgrDiagnosticHandler handler(source_mgr, &context, diagnostic_stream);
+    mlir::OwningOpRef<mlir::ModuleOp> module =
+        mlir::parseSourceFile<mlir::ModuleOp>(source_mgr, mlir::ParserConfig(&context));
+    if (!module) {
+      return invalid_argument(diagnostics.empty() ? source.name + ": cannot parse the module"
+                                                  : diagnostics);
+    }
+    CanonicalModule out;
+    out.module_name = module->getSymName() ? module->getSymName()->str() : "module";
+    // The generic form with sorted attribute dictionaries and numbered values does not depend on
+    // the input's spelling; locations are printed only when they are part of the key.
+    mlir::OpPrintingFlags flags;
+    flags.printGenericOpForm();
+    if (keep_locations) flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+    llvm::raw_string_ostream os(out.text);
+    module->print(os, flags);
+    return out;
+  }
+
   Result<CompiledModule> compile(const ModuleSource& source,
                                  const CompileOptions& options) override {
     // One compile at a time per compiler: MLIR contexts are cheap, but pass registration and

@@ -4,11 +4,16 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 
 #include "backend/cpu/pipeline.h"
+#include "cache_command.h"
+#include "kiln/cache.h"
 #include "kiln/client.h"
+#include "kiln/compile.h"
+#include "kiln/config.h"
 #include "kiln/file.h"
 #include "kiln/npy.h"
 
@@ -36,6 +41,8 @@ struct RunArgs {
   std::string entry_point_result;
   std::vector<std::string> disabled_passes;
   int repeat = 1;
+  bool json = false;
+  bool no_cache = false;
 };
 
 kiln::Result<kiln::CompileOptions> compile_options(const std::string& effort,
@@ -46,15 +53,15 @@ kiln::Result<kiln::CompileOptions> compile_options(const std::string& effort,
   return options;
 }
 
-// Loads a .kx (setting `loaded_compiled`), or compiles MLIR text/bytecode.
+// Loads a .kx (setting `loaded_compiled`), or gets MLIR text/bytecode compiled through the cache.
 kiln::Result<std::shared_ptr<kiln::Executable>> obtain_executable(
     const kiln::Client& client, const std::string& file, const kiln::CompileOptions& options,
-    bool& loaded_compiled) {
+    bool& loaded_compiled, kiln::CompileReport& report) {
   KILN_ASSIGN_OR_RETURN(std::string bytes, kiln::read_file(file));
   loaded_compiled = looks_like_executable(bytes);
   if (loaded_compiled) return kiln::Executable::deserialize(bytes);
   kiln::ModuleSource source{std::move(bytes), file};
-  return client.compile(source, options);
+  return kiln::compile_or_get_cached(client, source, options, &report);
 }
 
 kiln::Result<const kiln::EntryPoint*> choose_entry(const kiln::Executable& exe,
@@ -120,8 +127,10 @@ int run_command(const RunArgs& args) {
   if (!client.ok()) return fail(client.status());
   auto options = compile_options(args.effort, args.disabled_passes);
   if (!options.ok()) return fail(options.status());
+  if (args.no_cache) (void)kiln::config::set("KILN_ENABLE_COMPILATION_CACHE", "false");
   bool loaded_compiled = false;
-  auto exe = obtain_executable(**client, args.file, *options, loaded_compiled);
+  kiln::CompileReport report;
+  auto exe = obtain_executable(**client, args.file, *options, loaded_compiled, report);
   if (!exe.ok()) return fail(exe.status());
   auto entry = choose_entry(**exe, args.entry);
   if (!entry.ok()) return fail(entry.status());
@@ -162,17 +171,56 @@ int run_command(const RunArgs& args) {
   }
   std::fflush(stdout);
   if (runner_mode) return 0;  // print exactly what the program printed, like mlir-runner
+  const auto& t = (*exe)->info().timings;
+  bool compiled_now = !loaded_compiled && report.cache != "hit";
+  if (args.json) {
+    nlohmann::json out;
+    out["cache"] = loaded_compiled ? "off" : report.cache;
+    out["key"] = report.key;
+    out["module"] = (*exe)->info().module_name;
+    out["entry"] = ep.name;
+    out["timings_ms"] = {{"key", report.key_ms},
+                         {"retrieval", report.retrieval_ms},
+                         {"compile", report.compile_ms},
+                         {"parse", compiled_now ? t.parse_ms : 0},
+                         {"passes", compiled_now ? t.passes_ms : 0},
+                         {"llvm", compiled_now ? t.llvm_ms : 0},
+                         {"codegen", compiled_now ? t.codegen_ms : 0},
+                         {"load", (*exe)->load_ms()},
+                         {"run", first_run_ms}};
+    nlohmann::json outputs = nlohmann::json::array();
+    for (const auto& r : results) {
+      std::vector<double> head;
+      for (int64_t i = 0; i < std::min<int64_t>(r.element_count(), 6); ++i)
+        head.push_back(r.element_as_double(i));
+      outputs.push_back(
+          {{"dtype", kiln::dtype_name(r.dtype())}, {"shape", r.shape()}, {"head", head}});
+    }
+    out["outputs"] = outputs;
+    std::printf("%s\n", out.dump().c_str());
+  }
   for (size_t i = 0; i < results.size(); ++i) {
-    std::cout << "result " << i << ": " << summarize(results[i]) << "\n";
+    if (!args.json) std::cout << "result " << i << ": " << summarize(results[i]) << "\n";
     if (i < args.outputs.size()) {
       kiln::Status s = kiln::write_npy(args.outputs[i], results[i]);
       if (!s.ok()) return fail(s);
     }
   }
-  const auto& t = (*exe)->info().timings;
+  if (args.json) return 0;
   if (loaded_compiled) {
-    std::printf("time: no compile (loaded a compiled executable), load %.2f ms, run %.3f ms",
-                (*exe)->load_ms(), first_run_ms);
+    std::printf("cache: off (ran a compiled executable file)\n");
+  } else if (report.cache == "hit") {
+    std::printf("cache: hit%s, key %s (%.2f ms key, %.2f ms retrieval)\n",
+                report.from_memory ? " (memory)" : "", report.key.c_str(), report.key_ms,
+                report.retrieval_ms);
+  } else {
+    std::printf(
+        "cache: %s%s%s\n", report.cache.c_str(),
+        report.key.empty() ? "" : (", key " + report.key).c_str(),
+        report.skipped_write.empty() ? "" : ("; not stored: " + report.skipped_write).c_str());
+  }
+  if (!compiled_now) {
+    std::printf("time: no compile, load %.2f ms, run %.3f ms", (*exe)->load_ms(), first_run_ms);
   } else {
     std::printf(
         "time: parse %.2f ms, passes %.2f ms, llvm %.2f ms, codegen %.2f ms, load %.2f ms, "
@@ -226,6 +274,8 @@ int main(int argc, char** argv) {
                       "'void': mlir-runner mode, print only what the program prints");
   run_cmd->add_option("--disable-pass", run.disabled_passes, "leave a pipeline pass out");
   run_cmd->add_option("--repeat", run.repeat, "run the entry this many times");
+  run_cmd->add_flag("--json", run.json, "print one JSON object instead of the summary");
+  run_cmd->add_flag("--no-cache", run.no_cache, "compile without the persistent cache");
 
   std::string compile_file, compile_output, compile_effort = "UNKNOWN";
   std::vector<std::string> compile_disabled;
@@ -245,7 +295,22 @@ int main(int argc, char** argv) {
   CLI::App* devices_cmd = app.add_subcommand("devices", "list the CPU devices");
   CLI::App* version_cmd = app.add_subcommand("version", "print versions and the platform version");
 
+  std::vector<std::string> flag_settings;
+  std::string cache_dir;
+  app.add_option("--set", flag_settings, "set a kiln flag: --set KILN_NAME=value (repeatable)");
+  app.add_option("--cache-dir", cache_dir, "the persistent cache directory (KILN_CACHE_DIR)");
+  kiln::cli::add_cache_command(app);
+
   CLI11_PARSE(app, argc, argv);
+  for (const std::string& setting : flag_settings) {
+    size_t eq = setting.find('=');
+    kiln::Status s = eq == std::string::npos
+                         ? kiln::invalid_argument("--set expects NAME=value, got '" + setting + "'")
+                         : kiln::config::set(setting.substr(0, eq), setting.substr(eq + 1));
+    if (!s.ok()) return fail(s);
+  }
+  if (!cache_dir.empty()) (void)kiln::config::set("KILN_CACHE_DIR", cache_dir);
+  if (kiln::cli::cache_command_parsed()) return kiln::cli::run_cache_command();
 
   if (run_cmd->parsed()) return run_command(run);
   if (compile_cmd->parsed())

@@ -114,6 +114,12 @@ Result<std::unique_ptr<Client>> Client::create_cpu(int device_count, int process
   return client;
 }
 
+Result<CanonicalModule> Client::canonicalize(const ModuleSource& source,
+                                             bool keep_locations) const {
+  KILN_ASSIGN_OR_RETURN(cpu::ModuleCompiler * compiler, module_compiler());
+  return compiler->canonicalize(source, keep_locations);
+}
+
 Result<std::shared_ptr<Executable>> Client::compile(const ModuleSource& source,
                                                     const CompileOptions& options) const {
   KILN_ASSIGN_OR_RETURN(cpu::ModuleCompiler * compiler, module_compiler());

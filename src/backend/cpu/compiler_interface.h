@@ -23,6 +23,9 @@ struct CompiledModule {
 class ModuleCompiler {
  public:
   virtual ~ModuleCompiler() = default;
+  // The module printed in a canonical form: comments, formatting and (unless `keep_locations`)
+  // debug locations do not change it.
+  virtual Result<CanonicalModule> canonicalize(const ModuleSource& source, bool keep_locations) = 0;
   virtual Result<CompiledModule> compile(const ModuleSource& source,
                                          const CompileOptions& options) = 0;
 };

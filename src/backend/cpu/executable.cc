@@ -182,13 +182,7 @@ std::string Executable::serialize() const {
   }
   meta["entries"] = entries;
   std::string metadata = meta.dump();
-  std::string code(code_size_, '\0');
-  for (size_t done = 0; done < code.size();) {
-    ssize_t n = pread(code_fd_, code.data() + done, code.size() - done, static_cast<off_t>(done));
-    if (n <= 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // cannot happen for a memfd we wrote; the checksum would expose it
-    done += static_cast<size_t>(n);
-  }
+  std::string code = code_bytes();
 
   SerializedHeader header{};
   std::memcpy(header.magic, kMagic, sizeof(kMagic));
@@ -208,6 +202,17 @@ std::string Executable::serialize() const {
   out += metadata;
   out += code;
   return out;
+}
+
+std::string Executable::code_bytes() const {
+  std::string code(code_size_, '\0');
+  for (size_t done = 0; done < code.size();) {
+    ssize_t n = pread(code_fd_, code.data() + done, code.size() - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // cannot happen for a memfd we wrote; checksums would expose it
+    done += static_cast<size_t>(n);
+  }
+  return code;
 }
 
 Result<std::shared_ptr<Executable>> Executable::deserialize(std::string_view bytes) {

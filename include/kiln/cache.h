@@ -1,0 +1,122 @@
+// The persistent compilation cache: keys, the entry format and the stores.
+//
+// Entry = 48-byte header (magic, format version, compression, compile time in ms, sizes, XXH3
+// checksum over the whole entry with the checksum field zeroed) + JSON metadata + zstd payload.
+// A damaged entry never decodes: it is reported as kCorruption and treated as a miss.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kiln/env.h"
+#include "kiln/status.h"
+
+namespace kiln {
+
+// One key component: its name ("module", "options", ...), a readable description and its digest.
+struct KeyComponent {
+  std::string name;
+  std::string description;
+  std::string digest;
+};
+
+struct CacheKey {
+  std::string key;  // "<sanitised module name>-<sha256 hex>"
+  std::string module_name;
+  std::vector<KeyComponent> components;
+};
+
+struct CacheEntryMetadata {
+  std::string module_name;
+  std::string producer_version;  // kiln version that wrote it
+  int64_t compile_time_ms = 0;
+  int64_t created_micros = 0;
+  uint64_t uncompressed_size = 0;
+  std::vector<KeyComponent> components;
+};
+
+std::string encode_cache_entry(const CacheEntryMetadata& metadata, std::string_view payload);
+struct DecodedCacheEntry {
+  CacheEntryMetadata metadata;
+  std::string payload;  // decompressed
+};
+Result<DecodedCacheEntry> decode_cache_entry(std::string_view bytes);
+// Header and metadata only (for `kiln cache ls` / `explain`), without decompressing.
+Result<CacheEntryMetadata> decode_cache_entry_metadata(std::string_view bytes);
+
+// Counters with stable names, kept by the store across processes.
+struct CacheStats {
+  std::map<std::string, int64_t> counters;  // hits, misses, writes, corrupt, evictions, ...
+  int64_t entries = 0;
+  int64_t bytes = 0;
+};
+
+class CacheStore {
+ public:
+  virtual ~CacheStore() = default;
+  // nullopt when absent. Records a use of the entry (for LRU).
+  virtual Result<std::optional<std::string>> get(const std::string& key) = 0;
+  // First writer wins: an existing entry is left in place and OK is returned.
+  virtual Status put(const std::string& key, std::string_view value) = 0;
+  virtual Status remove(const std::string& key) = 0;
+  virtual Result<std::vector<std::string>> keys() = 0;
+  virtual void count(const std::string& counter, int64_t delta = 1) = 0;
+  virtual Result<CacheStats> stats() = 0;
+  virtual std::string describe() const = 0;
+};
+
+struct DirectoryStoreOptions {
+  std::string directory;
+  int64_t max_size_bytes = -1;  // -1 unbounded; 0 stores nothing
+  int64_t max_entries = -1;     // -1 unbounded
+  Env* env = nullptr;           // nullptr = Env::posix()
+};
+
+// Entries are files under DIR/entries, published atomically (temp file, fsync, hard link: the
+// first writer wins, readers never see a partial entry). A small ledger (DIR/ledger.json, updated
+// under DIR/lock) keeps the totals and counters, so get and put never scan the directory; only
+// eviction, when a bound is crossed, lists the entries and drops the least recently used (last use
+// is recorded in each entry's mtime, set by kiln, not the filesystem's atime) down to 90 %.
+class DirectoryStore : public CacheStore {
+ public:
+  static Result<std::unique_ptr<DirectoryStore>> open(const DirectoryStoreOptions& options);
+
+  Result<std::optional<std::string>> get(const std::string& key) override;
+  Status put(const std::string& key, std::string_view value) override;
+  Status remove(const std::string& key) override;
+  Result<std::vector<std::string>> keys() override;
+  void count(const std::string& counter, int64_t delta = 1) override;
+  Result<CacheStats> stats() override;
+  std::string describe() const override { return "directory " + options_.directory; }
+
+  // Recounts entries and bytes from the directory (after crashes or manual deletion).
+  Status rebuild_ledger();
+  // Evicts least recently used entries until both bounds hold (`gc` with explicit limits).
+  Status evict_to(int64_t max_bytes, int64_t max_entries, int64_t older_than_micros = -1);
+  Status clear();
+  const std::string& directory() const { return options_.directory; }
+  std::string entry_path(const std::string& key) const;
+
+ private:
+  explicit DirectoryStore(DirectoryStoreOptions options) : options_(std::move(options)) {}
+  Status update_ledger(const std::function<void(CacheStats&)>& change);
+  Result<CacheStats> read_ledger();
+  Status write_ledger(const CacheStats& stats);
+  // Lists the entries, recounts `stats`, and removes the least recently used until the goals hold
+  // (-1: no goal) and every entry older than `older_than_micros` (-1: none) is gone.
+  Status evict_locked(CacheStats& stats, int64_t byte_goal, int64_t entry_goal,
+                      int64_t older_than_micros);
+
+  DirectoryStoreOptions options_;
+};
+
+// The default directory: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln.
+std::string default_cache_directory();
+
+}  // namespace kiln

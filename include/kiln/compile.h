@@ -1,0 +1,61 @@
+// compile_or_get_cached: one call that returns a loaded executable — from this process's memory,
+// from the persistent cache, or by compiling (and then storing it). Behaviour follows JAX's
+// compiler interface, with kiln's improvements (see docs/CACHE.md).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kiln/cache.h"
+#include "kiln/client.h"
+#include "kiln/executable.h"
+#include "kiln/options.h"
+#include "kiln/status.h"
+
+namespace kiln {
+
+// What happened in one compile_or_get_cached call.
+struct CompileReport {
+  std::string cache = "off";  // "hit", "miss" or "off"
+  bool from_memory = false;   // the hit came from this process's executable cache
+  std::string key;
+  std::string module_name;
+  std::string skipped_write;  // why a miss was not stored ("" when it was stored)
+  double key_ms = 0;
+  double retrieval_ms = 0;
+  double compile_ms = 0;
+};
+
+// The options actually compiled with: UNKNOWN levels resolved from KILN_OPTIMIZATION_LEVEL /
+// KILN_MEMORY_FITTING_LEVEL, KILN_DISABLE_MOST_OPTIMIZATIONS applied, disabled passes trimmed,
+// de-duplicated and sorted.
+CompileOptions resolve_compile_options(const CompileOptions& options);
+
+// The key of `source` under `options` on `client`'s devices. Loads the compiler library only when
+// the raw bytes were never seen with these options (`store` remembers raw-bytes aliases).
+Result<CacheKey> compute_cache_key(const Client& client, const ModuleSource& source,
+                                   const CompileOptions& options, CacheStore* store = nullptr);
+
+Result<std::shared_ptr<Executable>> compile_or_get_cached(const Client& client,
+                                                          const ModuleSource& source,
+                                                          const CompileOptions& options,
+                                                          CompileReport* report = nullptr);
+
+// Error handlers see compile errors in registration order; the first that returns a status
+// replaces the error (the original is appended as the cause).
+using CompileErrorHandler = std::function<std::optional<Status>(const Status&)>;
+int register_compile_error_handler(CompileErrorHandler handler);
+void unregister_compile_error_handler(int id);
+
+// The persistent store compile_or_get_cached uses now (per the KILN_* cache flags), or null when
+// the cache is off. Shared by the whole process.
+Result<CacheStore*> persistent_cache_store();
+
+// Forgets this process's cache state: loaded executables, the store, once-per-process events and
+// the check-contents memory. For tests.
+void reset_compilation_cache_state();
+
+}  // namespace kiln

@@ -1,0 +1,37 @@
+// kiln's flags: typed entries named KILN_*, read from the environment when first used and
+// settable from code (and from the command line) afterwards. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kiln/status.h"
+
+namespace kiln::config {
+
+// Values are kept as text; the typed getters parse them. Unknown names are errors.
+Result<std::string> get_string(const std::string& name);
+bool get_bool(const std::string& name);
+int64_t get_int(const std::string& name);
+double get_double(const std::string& name);
+
+// Overrides the value for this process (environment values are read only once).
+Status set(const std::string& name, const std::string& value);
+// Forgets overrides and re-reads the environment (for tests).
+void reset();
+
+struct FlagInfo {
+  std::string name;
+  std::string default_value;
+  std::string help;
+  bool affects_codegen;  // part of the cache key
+};
+const std::vector<FlagInfo>& all_flags();
+
+// name → value of the flags that change generated code, sorted by name (a cache key component).
+std::map<std::string, std::string> codegen_flag_values();
+
+}  // namespace kiln::config

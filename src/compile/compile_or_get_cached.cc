@@ -1,0 +1,468 @@
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <list>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "core/digest.h"
+#include "kiln/compile.h"
+#include "kiln/config.h"
+#include "kiln/logging.h"
+#include "kiln/monitoring.h"
+
+namespace kiln {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+constexpr size_t kMemoryCacheCapacity = 64;
+
+// Process-wide state of the compilation cache.
+struct CacheState {
+  std::mutex mutex;
+  // Loaded executables by key, most recently used first (bounded).
+  std::list<std::pair<std::string, std::shared_ptr<Executable>>> lru;
+  std::unordered_map<std::string, decltype(lru)::iterator> by_key;
+  // One compile per key at a time: later callers wait for the first.
+  std::set<std::string> in_flight;
+  std::condition_variable in_flight_done;
+  std::set<std::string> verified_keys;  // check-contents: keys already compared in this process
+  bool task_event_sent = false;
+  std::unique_ptr<DirectoryStore> store;
+  std::string store_config;  // the flags the store was opened with
+  std::map<int, CompileErrorHandler> error_handlers;
+  int next_handler_id = 1;
+};
+
+CacheState& state() {
+  static CacheState* s = new CacheState();
+  return *s;
+}
+
+std::shared_ptr<Executable> memory_get(CacheState& s, const std::string& key) {
+  auto it = s.by_key.find(key);
+  if (it == s.by_key.end()) return nullptr;
+  s.lru.splice(s.lru.begin(), s.lru, it->second);
+  return it->second->second;
+}
+
+void memory_put(CacheState& s, const std::string& key, std::shared_ptr<Executable> exe) {
+  if (auto it = s.by_key.find(key); it != s.by_key.end()) s.lru.erase(it->second);
+  s.lru.emplace_front(key, std::move(exe));
+  s.by_key[key] = s.lru.begin();
+  while (s.lru.size() > kMemoryCacheCapacity) {
+    s.by_key.erase(s.lru.back().first);
+    s.lru.pop_back();
+  }
+}
+
+std::string sanitized_module_name(const std::string& name) {
+  std::string out;
+  for (char c : name.substr(0, 64))
+    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-') ? c : '_';
+  return out.empty() ? "module" : out;
+}
+
+std::string options_description(const CompileOptions& o) {
+  std::string disabled;
+  for (const std::string& p : o.disabled_passes) disabled += (disabled.empty() ? "" : ",") + p;
+  return std::string("optimization_level=") + effort_level_name(o.optimization_level) +
+         ";memory_fitting_level=" + effort_level_name(o.memory_fitting_level) +
+         ";disabled_passes=" + disabled + ";num_replicas=" + std::to_string(o.num_replicas) +
+         ";num_partitions=" + std::to_string(o.num_partitions);
+}
+
+KeyComponent component(std::string name, std::string description) {
+  return KeyComponent{std::move(name), description, sha256_hex(description)};
+}
+
+// Every component except the module's; these need no MLIR.
+std::vector<KeyComponent> environment_components(const Client& client, const CompileOptions& o) {
+  std::string flags;
+  for (const auto& [name, value] : config::codegen_flag_values()) flags += name + "=" + value + ";";
+  std::string kinds;
+  std::set<std::string> kind_set;
+  for (const Device& d : client.devices()) kind_set.insert(d.kind);
+  for (const std::string& k : kind_set) kinds += (kinds.empty() ? "" : ",") + k;
+  return {
+      component("versions", std::string("kiln ") + kiln_version() + "; llvm " + llvm_version()),
+      component("platform", client.platform() + "; " + client.platform_version()),
+      component("flags", flags),
+      component("options", options_description(o)),
+      component("devices", "count=" + std::to_string(client.devices().size()) + ";kinds=" + kinds),
+      component("compression", "zstd"),
+      component("tag", *config::get_string("KILN_CACHE_KEY_TAG")),
+  };
+}
+
+CacheKey assemble_key(const std::string& module_name, std::vector<KeyComponent> components) {
+  Sha256 h;
+  for (const KeyComponent& c : components) {
+    h.update_framed(c.name);
+    h.update_framed(c.digest);
+  }
+  CacheKey key;
+  key.module_name = module_name;
+  key.key = sanitized_module_name(module_name) + "-" + h.hex();
+  key.components = std::move(components);
+  for (const KeyComponent& c : key.components)
+    log::debug("cache key component " + c.name + ": " + c.digest);
+  return key;
+}
+
+bool cache_enabled() { return config::get_bool("KILN_ENABLE_COMPILATION_CACHE"); }
+
+Status open_store_locked(CacheState& s) {
+  std::string dir = *config::get_string("KILN_CACHE_DIR");
+  if (dir.empty()) dir = default_cache_directory();
+  int64_t max_size = config::get_int("KILN_COMPILATION_CACHE_MAX_SIZE");
+  int64_t max_entries = config::get_int("KILN_COMPILATION_CACHE_MAX_ENTRIES");
+  std::string wanted = dir + "|" + std::to_string(max_size) + "|" + std::to_string(max_entries);
+  if (s.store && s.store_config == wanted) return Status();
+  // The directory (or a bound) changed since the store was opened: follow it.
+  DirectoryStoreOptions options{dir, max_size, max_entries, nullptr};
+  auto store = DirectoryStore::open(options);
+  if (!store.ok()) return store.status();
+  s.store = std::move(*store);
+  s.store_config = wanted;
+  return Status();
+}
+
+Status run_error_handlers(const Status& error) {
+  std::vector<CompileErrorHandler> handlers;
+  {
+    CacheState& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    for (auto& [id, h] : s.error_handlers) handlers.push_back(h);
+  }
+  for (const CompileErrorHandler& h : handlers) {
+    if (std::optional<Status> replaced = h(error)) {
+      return Status(replaced->code(), replaced->message() + "\ncaused by: " + error.to_string());
+    }
+  }
+  return error;
+}
+
+Result<std::shared_ptr<Executable>> compile_uncached(const Client& client,
+                                                     const ModuleSource& source,
+                                                     const CompileOptions& options,
+                                                     double* compile_ms) {
+  auto start = Clock::now();
+  auto exe = client.compile(source, options);
+  double seconds = seconds_since(start);
+  if (compile_ms) *compile_ms = seconds * 1000;
+  if (!exe.ok()) return run_error_handlers(exe.status());
+  monitoring::record_duration("backend_compile_duration", seconds);
+  return exe;
+}
+
+std::string error_type(const Status& s) { return status_code_name(s.code()); }
+
+}  // namespace
+
+CompileOptions resolve_compile_options(const CompileOptions& options) {
+  CompileOptions o = options;
+  if (o.optimization_level == EffortLevel::kUnknown) {
+    auto level = parse_effort_level(*config::get_string("KILN_OPTIMIZATION_LEVEL"));
+    if (level.ok()) o.optimization_level = *level;
+  }
+  if (o.memory_fitting_level == EffortLevel::kUnknown) {
+    auto level = parse_effort_level(*config::get_string("KILN_MEMORY_FITTING_LEVEL"));
+    o.memory_fitting_level = level.ok() ? *level : EffortLevel::kO2;
+  }
+  o.optimization_level = resolve_effort_level(o.optimization_level);
+  if (config::get_bool("KILN_DISABLE_MOST_OPTIMIZATIONS")) o.optimization_level = EffortLevel::kO0;
+  std::vector<std::string> passes;
+  for (std::string p : o.disabled_passes) {
+    p.erase(0, p.find_first_not_of(" \t"));
+    p.erase(p.find_last_not_of(" \t") + 1);
+    if (!p.empty()) passes.push_back(p);
+  }
+  std::sort(passes.begin(), passes.end());
+  passes.erase(std::unique(passes.begin(), passes.end()), passes.end());
+  o.disabled_passes = passes;
+  return o;
+}
+
+Result<CacheKey> compute_cache_key(const Client& client, const ModuleSource& source,
+                                   const CompileOptions& raw_options, CacheStore* store) {
+  CompileOptions options = resolve_compile_options(raw_options);
+  bool keep_locations = config::get_bool("KILN_COMPILATION_CACHE_INCLUDE_METADATA_IN_KEY");
+  std::vector<KeyComponent> rest = environment_components(client, options);
+
+  // Raw-bytes alias: the same bytes under the same other components map to the same key, so a
+  // repeat run neither loads MLIR nor parses.
+  Sha256 alias_hash;
+  alias_hash.update_framed("raw-bytes-alias-v1");
+  alias_hash.update_framed(keep_locations ? "locations kept" : "locations stripped");
+  alias_hash.update_framed(source.bytes);
+  for (const KeyComponent& c : rest) alias_hash.update_framed(c.digest);
+  std::string alias_key = "alias-" + alias_hash.hex();
+  if (store != nullptr) {
+    auto hit = store->get(alias_key);
+    if (hit.ok() && hit->has_value()) {
+      // "<module name>\n<module digest>\n<module description>"
+      std::stringstream lines(**hit);
+      std::string name, digest, description;
+      if (std::getline(lines, name) && std::getline(lines, digest) &&
+          std::getline(lines, description) && digest.size() == 64) {
+        std::vector<KeyComponent> components{{"module", description, digest}};
+        components.insert(components.end(), rest.begin(), rest.end());
+        return assemble_key(name, std::move(components));
+      }
+    }
+  }
+  KILN_ASSIGN_OR_RETURN(CanonicalModule canonical, client.canonicalize(source, keep_locations));
+  Sha256 module_hash;
+  module_hash.update_framed(keep_locations ? "locations kept" : "locations stripped");
+  module_hash.update_framed(canonical.text);
+  std::string description = "module '" + canonical.module_name + "', " +
+                            std::to_string(canonical.text.size()) + " canonical bytes, locations " +
+                            (keep_locations ? "kept" : "stripped");
+  std::vector<KeyComponent> components{{"module", description, module_hash.hex()}};
+  components.insert(components.end(), rest.begin(), rest.end());
+  CacheKey key = assemble_key(canonical.module_name, std::move(components));
+  if (store != nullptr) {
+    (void)store->put(alias_key, canonical.module_name + "\n" + key.components[0].digest + "\n" +
+                                    description + "\n");
+  }
+  return key;
+}
+
+Result<CacheStore*> persistent_cache_store() {
+  if (!cache_enabled()) return static_cast<CacheStore*>(nullptr);
+  CacheState& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  KILN_RETURN_IF_ERROR(open_store_locked(s));
+  return static_cast<CacheStore*>(s.store.get());
+}
+
+Result<std::shared_ptr<Executable>> compile_or_get_cached(const Client& client,
+                                                          const ModuleSource& source,
+                                                          const CompileOptions& raw_options,
+                                                          CompileReport* report_out) {
+  CompileReport local_report;
+  CompileReport& report = report_out ? *report_out : local_report;
+  report = CompileReport();
+  CompileOptions options = resolve_compile_options(raw_options);
+  CacheState& s = state();
+  bool explain = config::get_bool("KILN_EXPLAIN_CACHE_MISSES");
+  bool log_compiles = config::get_bool("KILN_LOG_COMPILES");
+  bool raise_errors = config::get_bool("KILN_RAISE_PERSISTENT_CACHE_ERRORS");
+
+  if (!cache_enabled()) {
+    {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      if (!s.task_event_sent) {
+        s.task_event_sent = true;
+        monitoring::record_event("task_disabled_cache");
+      }
+    }
+    return compile_uncached(client, source, options, &report.compile_ms);
+  }
+
+  auto store_or = persistent_cache_store();
+  if (!store_or.ok()) {
+    log::warning("the persistent compilation cache is unavailable (" + store_or.status().message() +
+                 "); compiling without it");
+    if (raise_errors) return store_or.status();
+    return compile_uncached(client, source, options, &report.compile_ms);
+  }
+  CacheStore* store = *store_or;
+
+  auto key_start = Clock::now();
+  auto key_or = compute_cache_key(client, source, options, store);
+  report.key_ms = seconds_since(key_start) * 1000;
+  if (!key_or.ok()) {
+    // A module that does not parse fails in the compiler with the user-facing diagnostics.
+    if (key_or.status().code() != StatusCode::kInvalidArgument)
+      log::error("cannot compute the compilation cache key: " + key_or.status().to_string());
+    return compile_uncached(client, source, options, &report.compile_ms);
+  }
+  const CacheKey& key = *key_or;
+  report.key = key.key;
+  report.module_name = key.module_name;
+
+  // One compile per key in this process; the in-memory executable cache answers repeats.
+  std::unique_lock<std::mutex> lock(s.mutex);
+  s.in_flight_done.wait(lock, [&] { return s.in_flight.count(key.key) == 0; });
+  if (auto exe = memory_get(s, key.key)) {
+    report.cache = "hit";
+    report.from_memory = true;
+    return exe;
+  }
+  s.in_flight.insert(key.key);
+  bool check_contents = config::get_bool("KILN_COMPILATION_CACHE_CHECK_CONTENTS") &&
+                        s.verified_keys.insert(key.key).second;
+  if (!s.task_event_sent) {
+    s.task_event_sent = true;
+    monitoring::record_event("tasks_using_cache");
+  }
+  lock.unlock();
+  struct Release {
+    CacheState& s;
+    const std::string& key;
+    ~Release() {
+      std::lock_guard<std::mutex> l(s.mutex);
+      s.in_flight.erase(key);
+      s.in_flight_done.notify_all();
+    }
+  } release{s, key.key};
+
+  monitoring::record_event("compile_requests_use_cache");
+  const std::string& module = key.module_name;
+
+  // Read.
+  std::optional<DecodedCacheEntry> stored;
+  auto read_start = Clock::now();
+  auto bytes = store->get(key.key);
+  if (!bytes.ok()) {
+    store->count("read_errors");
+    std::string message = "Error reading persistent compilation cache entry for '" + module +
+                          "': " + error_type(bytes.status()) + ": " + bytes.status().message();
+    if (raise_errors) return Status(bytes.status().code(), message);
+    log::warning(message);
+  } else if (bytes->has_value()) {
+    auto decoded = decode_cache_entry(**bytes);
+    if (!decoded.ok()) {
+      monitoring::record_event("cache_corrupt");
+      store->count("corrupt");
+      log::warning("Persistent compilation cache entry for '" + module + "' with key '" + key.key +
+                   "' is corrupt (" + decoded.status().message() + "); recompiling");
+      (void)store->remove(key.key);  // the recompile below writes a good one
+    } else {
+      stored = std::move(*decoded);
+    }
+  }
+
+  if (stored && !check_contents) {
+    auto exe = Executable::deserialize(stored->payload);
+    if (exe.ok()) {
+      double retrieval = seconds_since(read_start);
+      report.cache = "hit";
+      report.retrieval_ms = retrieval * 1000;
+      store->count("hits");
+      std::string line = "Persistent compilation cache hit for '" + module + "'";
+      log_compiles ? log::warning(line) : log::debug(line);
+      monitoring::record_event("cache_hits");
+      monitoring::record_duration("compile_time_saved_sec",
+                                  stored->metadata.compile_time_ms / 1000.0 - retrieval);
+      monitoring::record_duration("cache_retrieval_time_sec", retrieval);
+      std::lock_guard<std::mutex> l(s.mutex);
+      memory_put(s, key.key, *exe);
+      return *exe;
+    }
+    monitoring::record_event("cache_corrupt");
+    store->count("corrupt");
+    log::warning("Persistent compilation cache entry for '" + module + "' does not load (" +
+                 exe.status().message() + "); recompiling");
+    (void)store->remove(key.key);
+    stored.reset();
+  }
+
+  // Miss: compile.
+  report.cache = "miss";
+  std::string miss =
+      "PERSISTENT COMPILATION CACHE MISS for '" + module + "' with key '" + key.key + "'";
+  explain ? log::warning(miss) : log::debug(miss);
+  monitoring::record_event("cache_misses");
+  store->count("misses");
+  if (log_compiles) log::warning("Compiling '" + module + "'");
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<Executable> exe,
+                        compile_uncached(client, source, options, &report.compile_ms));
+
+  if (check_contents && stored) {
+    auto previous = Executable::deserialize(stored->payload);
+    if (!previous.ok() || (*previous)->code_bytes() != exe->code_bytes()) {
+      return Status(StatusCode::kCorruption,
+                    "cache verification failed for '" + module + "' with key '" + key.key +
+                        "': the stored executable differs from a fresh compile of the same key");
+    }
+  }
+
+  // Write gates, in the seed's order; each skip says why.
+  auto skip = [&](const std::string& reason, const std::string& counter) {
+    report.skipped_write = reason;
+    store->count("skipped_writes." + counter);
+    std::string line = "Not writing persistent cache entry for '" + module + "': " + reason;
+    explain ? log::warning(line) : log::debug(line);
+  };
+  int64_t writer = config::get_int("KILN_CACHE_WRITER");
+  double min_compile_secs = config::get_double("KILN_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS");
+  int64_t min_size = config::get_int("KILN_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES");
+  if (client.process_index() != writer) {
+    skip("process " + std::to_string(client.process_index()) + " is not the cache writer (" +
+             std::to_string(writer) + ")",
+         "not_writer");
+  } else if (report.compile_ms / 1000.0 < min_compile_secs) {
+    skip("compile took " + std::to_string(report.compile_ms / 1000.0) +
+             " s, less than "
+             "KILN_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=" +
+             std::to_string(min_compile_secs),
+         "compile_time");
+  } else {
+    CacheEntryMetadata meta;
+    meta.module_name = module;
+    meta.producer_version = kiln_version();
+    meta.compile_time_ms = static_cast<int64_t>(report.compile_ms + 0.5);
+    meta.created_micros = Env::posix()->now_micros();
+    meta.components = key.components;
+    std::string entry = encode_cache_entry(meta, exe->serialize());
+    if (static_cast<int64_t>(entry.size()) < min_size) {
+      skip("entry of " + std::to_string(entry.size()) +
+               " bytes is smaller than "
+               "KILN_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=" +
+               std::to_string(min_size),
+           "entry_size");
+    } else {
+      Status put = store->put(key.key, entry);
+      if (!put.ok()) {
+        store->count("write_errors");
+        std::string message = "Error writing persistent compilation cache entry for '" + module +
+                              "': " + error_type(put) + ": " + put.message();
+        if (raise_errors) return Status(put.code(), message);
+        log::warning(message);
+      } else {
+        store->count("writes");
+        monitoring::record_event("cache_writes");
+      }
+    }
+  }
+  std::lock_guard<std::mutex> l(s.mutex);
+  memory_put(s, key.key, exe);
+  return exe;
+}
+
+int register_compile_error_handler(CompileErrorHandler handler) {
+  CacheState& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.error_handlers[s.next_handler_id] = std::move(handler);
+  return s.next_handler_id++;
+}
+
+void unregister_compile_error_handler(int id) {
+  CacheState& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.error_handlers.erase(id);
+}
+
+void reset_compilation_cache_state() {
+  CacheState& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.lru.clear();
+  s.by_key.clear();
+  s.verified_keys.clear();
+  s.task_event_sent = false;
+  s.store.reset();
+  s.store_config.clear();
+}
+
+}  // namespace kiln

@@ -1,0 +1,153 @@
+// The POSIX Env. Errors name the path and the OS error (e.g. "No space left on device").
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+
+#include "kiln/env.h"
+#include "kiln/file.h"
+
+namespace kiln {
+namespace {
+
+Status os_error(const std::string& what, const std::string& path, int err) {
+  return io_error(what + " " + path + ": " + std::strerror(err));
+}
+
+class PosixFileLock : public FileLock {
+ public:
+  explicit PosixFileLock(int fd) : fd_(fd) {}
+  ~PosixFileLock() override {
+    flock(fd_, LOCK_UN);
+    close(fd_);
+  }
+
+ private:
+  int fd_;
+};
+
+class PosixEnv : public Env {
+ public:
+  Result<std::string> read_file(const std::string& path) override { return kiln::read_file(path); }
+
+  Status write_file(const std::string& path, std::string_view data, bool sync) override {
+    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return os_error("cannot create", path, errno);
+    size_t done = 0;
+    while (done < data.size()) {
+      ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        int err = errno;
+        close(fd);
+        return os_error("cannot write", path, err);
+      }
+      done += static_cast<size_t>(n);
+    }
+    if (sync && fsync(fd) != 0) {
+      int err = errno;
+      close(fd);
+      return os_error("cannot sync", path, err);
+    }
+    if (close(fd) != 0) return os_error("cannot write", path, errno);
+    return Status();
+  }
+
+  Status rename_file(const std::string& from, const std::string& to) override {
+    if (::rename(from.c_str(), to.c_str()) != 0) return os_error("cannot rename", from, errno);
+    return Status();
+  }
+
+  Status link_file(const std::string& from, const std::string& to) override {
+    if (::link(from.c_str(), to.c_str()) != 0) {
+      if (errno == EEXIST) return invalid_argument("exists: " + to);
+      return os_error("cannot link", to, errno);
+    }
+    return Status();
+  }
+
+  Status remove_file(const std::string& path) override {
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+      return os_error("cannot remove", path, errno);
+    return Status();
+  }
+
+  Status create_dirs(const std::string& path) override {
+    std::error_code ec;
+    std::filesystem::create_directories(path, ec);
+    if (ec) return io_error("cannot create directory " + path + ": " + ec.message());
+    return Status();
+  }
+
+  Result<std::vector<std::string>> list_dir(const std::string& path) override {
+    DIR* dir = opendir(path.c_str());
+    if (dir == nullptr) return os_error("cannot list", path, errno);
+    std::vector<std::string> names;
+    while (dirent* e = readdir(dir)) {
+      std::string name = e->d_name;
+      if (name != "." && name != "..") names.push_back(name);
+    }
+    closedir(dir);
+    return names;
+  }
+
+  bool file_exists(const std::string& path) override { return access(path.c_str(), F_OK) == 0; }
+
+  Result<uint64_t> file_size(const std::string& path) override {
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0) return os_error("cannot stat", path, errno);
+    return static_cast<uint64_t>(st.st_size);
+  }
+
+  Result<int64_t> mtime_micros(const std::string& path) override {
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0) return os_error("cannot stat", path, errno);
+    return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000 + st.st_mtim.tv_nsec / 1000;
+  }
+
+  Status set_mtime_micros(const std::string& path, int64_t micros) override {
+    timespec times[2];
+    times[0].tv_sec = 0;
+    times[0].tv_nsec = UTIME_OMIT;  // leave atime alone
+    times[1].tv_sec = micros / 1000000;
+    times[1].tv_nsec = (micros % 1000000) * 1000;
+    if (utimensat(AT_FDCWD, path.c_str(), times, 0) != 0)
+      return os_error("cannot touch", path, errno);
+    return Status();
+  }
+
+  Result<std::unique_ptr<FileLock>> lock_file(const std::string& path) override {
+    int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return os_error("cannot open lock", path, errno);
+    while (flock(fd, LOCK_EX) != 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      close(fd);
+      return os_error("cannot lock", path, err);
+    }
+    return std::unique_ptr<FileLock>(new PosixFileLock(fd));
+  }
+
+  int64_t now_micros() override {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+
+  int process_id() override { return static_cast<int>(getpid()); }
+};
+
+}  // namespace
+
+Env* Env::posix() {
+  static PosixEnv* env = new PosixEnv();
+  return env;
+}
+
+}  // namespace kiln

@@ -1,0 +1,218 @@
+#include "cache_command.h"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "kiln/cache.h"
+#include "kiln/client.h"
+#include "kiln/compile.h"
+#include "kiln/config.h"
+
+namespace kiln::cli {
+namespace {
+
+struct CacheArgs {
+  CLI::App* root = nullptr;
+  CLI::App* stats = nullptr;
+  CLI::App* ls = nullptr;
+  CLI::App* clear = nullptr;
+  CLI::App* verify = nullptr;
+  CLI::App* gc = nullptr;
+  CLI::App* explain = nullptr;
+  bool json = false;
+  int64_t max_size = -1;
+  int64_t max_entries = -1;
+  double older_than_days = -1;
+  std::string file;
+  std::string effort = "UNKNOWN";
+  std::vector<std::string> disabled;
+};
+
+CacheArgs& args() {
+  static CacheArgs a;
+  return a;
+}
+
+int fail(const Status& s) {
+  std::fprintf(stderr, "kiln: error: %s\n", s.message().c_str());
+  return 1;
+}
+
+Result<DirectoryStore*> open_store() {
+  KILN_ASSIGN_OR_RETURN(CacheStore * store, persistent_cache_store());
+  if (store == nullptr)
+    return invalid_argument("the compilation cache is disabled (KILN_ENABLE_COMPILATION_CACHE)");
+  return static_cast<DirectoryStore*>(store);
+}
+
+bool is_alias(const std::string& key) { return key.rfind("alias-", 0) == 0; }
+
+int stats_command(DirectoryStore& store) {
+  auto stats = store.stats();
+  if (!stats.ok()) return fail(stats.status());
+  for (const char* name :
+       {"hits", "misses", "writes", "corrupt", "evictions", "read_errors", "write_errors"})
+    stats->counters.emplace(name, 0);
+  if (args().json) {
+    nlohmann::json j{{"directory", store.directory()},
+                     {"entries", stats->entries},
+                     {"bytes", stats->bytes},
+                     {"counters", stats->counters}};
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
+  std::printf("cache directory  %s\nentries          %lld\nbytes            %lld\n",
+              store.directory().c_str(), static_cast<long long>(stats->entries),
+              static_cast<long long>(stats->bytes));
+  for (const auto& [name, value] : stats->counters)
+    std::printf("%-16s %lld\n", name.c_str(), static_cast<long long>(value));
+  return 0;
+}
+
+int ls_command(DirectoryStore& store) {
+  auto keys = store.keys();
+  if (!keys.ok()) return fail(keys.status());
+  for (const std::string& key : *keys) {
+    if (is_alias(key)) continue;
+    auto bytes = store.get(key);
+    if (!bytes.ok() || !bytes->has_value()) continue;
+    auto meta = decode_cache_entry_metadata(**bytes);
+    if (!meta.ok()) {
+      std::printf("%s  CORRUPT (%s)\n", key.c_str(), meta.status().message().c_str());
+      continue;
+    }
+    std::printf("%s  module %s, %zu bytes, compiled in %lld ms\n", key.c_str(),
+                meta->module_name.c_str(), (*bytes)->size(),
+                static_cast<long long>(meta->compile_time_ms));
+  }
+  return 0;
+}
+
+int verify_command(DirectoryStore& store) {
+  auto keys = store.keys();
+  if (!keys.ok()) return fail(keys.status());
+  int good = 0, bad = 0;
+  for (const std::string& key : *keys) {
+    if (is_alias(key)) continue;
+    auto bytes = store.get(key);
+    if (!bytes.ok() || !bytes->has_value()) continue;
+    auto entry = decode_cache_entry(**bytes);
+    Status status = entry.ok() ? Executable::deserialize(entry->payload).status() : entry.status();
+    if (status.ok()) {
+      ++good;
+      continue;
+    }
+    ++bad;
+    std::printf("removing %s: %s\n", key.c_str(), status.message().c_str());
+    store.count("corrupt");
+    (void)store.remove(key);
+  }
+  std::printf("verified %d entries, removed %d bad ones\n", good + bad, bad);
+  return 0;
+}
+
+int explain_command() {
+  auto client = Client::create_cpu();
+  if (!client.ok()) return fail(client.status());
+  auto source = ModuleSource::from_file(args().file);
+  if (!source.ok()) return fail(source.status());
+  CompileOptions options;
+  auto level = parse_effort_level(args().effort);
+  if (!level.ok()) return fail(level.status());
+  options.optimization_level = *level;
+  options.disabled_passes = args().disabled;
+  auto store = open_store();
+  auto key = compute_cache_key(**client, *source, options, store.ok() ? *store : nullptr);
+  if (!key.ok()) return fail(key.status());
+  std::printf("key %s\n", key->key.c_str());
+  for (const auto& c : key->components)
+    std::printf("  %-12s %s  %s\n", c.name.c_str(), c.digest.substr(0, 16).c_str(),
+                c.description.c_str());
+  if (!store.ok()) return 0;
+  auto keys = (*store)->keys();
+  if (!keys.ok()) return 0;
+  // The nearest stored entry of the same module: fewest differing components.
+  std::string nearest;
+  std::vector<std::string> nearest_diff;
+  for (const std::string& k : *keys) {
+    if (is_alias(k)) continue;
+    if (k == key->key) {
+      std::printf("stored: yes (a run with these options is a cache hit)\n");
+      return 0;
+    }
+    auto bytes = (*store)->get(k);
+    if (!bytes.ok() || !bytes->has_value()) continue;
+    auto meta = decode_cache_entry_metadata(**bytes);
+    if (!meta.ok() || meta->module_name != key->module_name) continue;
+    std::vector<std::string> diff;
+    for (const auto& mine : key->components) {
+      bool same = false;
+      for (const auto& theirs : meta->components)
+        if (theirs.name == mine.name && theirs.digest == mine.digest) same = true;
+      if (!same) diff.push_back(mine.name);
+    }
+    if (nearest.empty() || diff.size() < nearest_diff.size()) {
+      nearest = k;
+      nearest_diff = diff;
+    }
+  }
+  if (nearest.empty()) {
+    std::printf("stored: no, and no entry of module '%s' is stored\n", key->module_name.c_str());
+    return 0;
+  }
+  std::printf("stored: no; nearest entry of module '%s' is %s, differing in:",
+              key->module_name.c_str(), nearest.c_str());
+  for (const auto& d : nearest_diff) std::printf(" %s", d.c_str());
+  std::printf("\n");
+  return 0;
+}
+
+}  // namespace
+
+void add_cache_command(CLI::App& app) {
+  CacheArgs& a = args();
+  a.root = app.add_subcommand("cache", "inspect and maintain the persistent compilation cache");
+  a.root->require_subcommand(1);
+  a.stats = a.root->add_subcommand("stats", "counters, entries and bytes");
+  a.stats->add_flag("--json", a.json, "machine-readable");
+  a.ls = a.root->add_subcommand("ls", "list the entries");
+  a.clear = a.root->add_subcommand("clear", "remove every entry");
+  a.verify = a.root->add_subcommand("verify", "check every entry; remove the bad ones");
+  a.gc = a.root->add_subcommand("gc", "evict least recently used entries down to limits");
+  a.gc->add_option("--max-size", a.max_size, "bytes");
+  a.gc->add_option("--max-entries", a.max_entries, "entries");
+  a.gc->add_option("--older-than", a.older_than_days, "days since last use");
+  a.explain = a.root->add_subcommand("explain", "a file's key components, and why it misses");
+  a.explain->add_option("file", a.file, "MLIR file")->required();
+  a.explain->add_option("-O,--effort", a.effort, "effort level O0..O3");
+  a.explain->add_option("--disable-pass", a.disabled, "leave a pipeline pass out");
+}
+
+bool cache_command_parsed() { return args().root != nullptr && args().root->parsed(); }
+
+int run_cache_command() {
+  CacheArgs& a = args();
+  if (a.explain->parsed()) return explain_command();
+  auto store = open_store();
+  if (!store.ok()) return fail(store.status());
+  if (a.stats->parsed()) return stats_command(**store);
+  if (a.ls->parsed()) return ls_command(**store);
+  if (a.verify->parsed()) return verify_command(**store);
+  if (a.clear->parsed()) {
+    Status s = (*store)->clear();
+    if (!s.ok()) return fail(s);
+    std::printf("cleared %s\n", (*store)->directory().c_str());
+    return 0;
+  }
+  if (a.gc->parsed()) {
+    int64_t older = a.older_than_days < 0 ? -1
+                                          : Env::posix()->now_micros() -
+                                                static_cast<int64_t>(a.older_than_days * 86400e6);
+    Status s = (*store)->evict_to(a.max_size, a.max_entries, older);
+    if (!s.ok()) return fail(s);
+    return stats_command(**store);
+  }
+  return 0;
+}
+
+}  // namespace kiln::cli
