@@ -54,6 +54,10 @@ void unregister_compile_error_handler(int id);
 // the cache is off. Shared by the whole process.
 Result<CacheStore*> persistent_cache_store();
 
+// The Env the persistent store does its I/O through (nullptr: the POSIX Env). Takes effect when
+// the store is next opened; tests inject faults this way.
+void set_persistent_cache_env(Env* env);
+
 // Forgets this process's cache state: loaded executables, the store, once-per-process events and
 // the check-contents memory. For tests.
 void reset_compilation_cache_state();

@@ -231,6 +231,16 @@ Status DirectoryStore::rebuild_ledger() {
 
 Status DirectoryStore::evict_to(int64_t max_bytes, int64_t max_entries, int64_t older_than_micros) {
   KILN_ASSIGN_OR_RETURN(auto lock, options_.env->lock_file(options_.directory + "/lock"));
+  // Temp files of writers that crashed before publishing: nobody will finish them.
+  constexpr int64_t kStaleTempMicros = int64_t{10} * 60 * 1000000;
+  if (auto temps = options_.env->list_dir(options_.directory + "/tmp"); temps.ok()) {
+    for (const std::string& name : *temps) {
+      std::string path = options_.directory + "/tmp/" + name;
+      auto written = options_.env->mtime_micros(path);
+      if (written.ok() && options_.env->now_micros() - *written > kStaleTempMicros)
+        (void)options_.env->remove_file(path);
+    }
+  }
   auto stats = read_ledger();
   if (!stats.ok()) stats = CacheStats{};
   KILN_RETURN_IF_ERROR(evict_locked(*stats, max_bytes, max_entries, older_than_micros));

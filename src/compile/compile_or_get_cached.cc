@@ -38,6 +38,7 @@ struct CacheState {
   bool task_event_sent = false;
   std::unique_ptr<DirectoryStore> store;
   std::string store_config;  // the flags the store was opened with
+  Env* env = nullptr;        // for the store; nullptr = POSIX
   std::map<int, CompileErrorHandler> error_handlers;
   int next_handler_id = 1;
 };
@@ -128,12 +129,19 @@ Status open_store_locked(CacheState& s) {
   std::string wanted = dir + "|" + std::to_string(max_size) + "|" + std::to_string(max_entries);
   if (s.store && s.store_config == wanted) return Status();
   // The directory (or a bound) changed since the store was opened: follow it.
-  DirectoryStoreOptions options{dir, max_size, max_entries, nullptr};
+  DirectoryStoreOptions options{dir, max_size, max_entries, s.env};
   auto store = DirectoryStore::open(options);
   if (!store.ok()) return store.status();
   s.store = std::move(*store);
   s.store_config = wanted;
   return Status();
+}
+
+// The clock and files the cache uses (tests substitute their own).
+Env* cache_env() {
+  CacheState& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.env ? s.env : Env::posix();
 }
 
 Status run_error_handlers(const Status& error) {
@@ -155,9 +163,11 @@ Result<std::shared_ptr<Executable>> compile_uncached(const Client& client,
                                                      const ModuleSource& source,
                                                      const CompileOptions& options,
                                                      double* compile_ms) {
-  auto start = Clock::now();
+  // Timed with the Env's clock, so tests can make a compile look slow or fast.
+  Env* env = cache_env();
+  int64_t start = env->now_micros();
   auto exe = client.compile(source, options);
-  double seconds = seconds_since(start);
+  double seconds = static_cast<double>(env->now_micros() - start) / 1e6;
   if (compile_ms) *compile_ms = seconds * 1000;
   if (!exe.ok()) return run_error_handlers(exe.status());
   monitoring::record_duration("backend_compile_duration", seconds);
@@ -413,7 +423,7 @@ Result<std::shared_ptr<Executable>> compile_or_get_cached(const Client& client,
     meta.module_name = module;
     meta.producer_version = kiln_version();
     meta.compile_time_ms = static_cast<int64_t>(report.compile_ms + 0.5);
-    meta.created_micros = Env::posix()->now_micros();
+    meta.created_micros = cache_env()->now_micros();
     meta.components = key.components;
     std::string entry = encode_cache_entry(meta, exe->serialize());
     if (static_cast<int64_t>(entry.size()) < min_size) {
@@ -452,6 +462,14 @@ void unregister_compile_error_handler(int id) {
   CacheState& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   s.error_handlers.erase(id);
+}
+
+void set_persistent_cache_env(Env* env) {
+  CacheState& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.env = env;
+  s.store.reset();
+  s.store_config.clear();
 }
 
 void reset_compilation_cache_state() {

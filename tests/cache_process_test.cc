@@ -1,0 +1,84 @@
+// The directory store under real concurrent processes and real crashes.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include "kiln/cache.h"
+#include "test_support.h"
+
+namespace kiln::testing {
+namespace {
+
+pid_t spawn(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  if (posix_spawn(&pid, args[0], nullptr, nullptr, args.data(), environ) != 0) return -1;
+  return pid;
+}
+
+int wait_for(pid_t pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+TEST(CacheProcessTest, EightProcessesOfMixedGetPutWithEvictionStayConsistentAndBounded) {
+  TempDir dir;
+  const int64_t max_bytes = 200'000;  // far below what 8 × 250 puts write: eviction all along
+  std::vector<pid_t> workers;
+  for (int i = 0; i < 8; ++i)
+    workers.push_back(spawn({KILN_CACHE_WORKER, "stress", dir.path(), std::to_string(i + 1), "500",
+                             std::to_string(max_bytes)}));
+  for (pid_t pid : workers) {
+    ASSERT_GT(pid, 0);
+    EXPECT_EQ(wait_for(pid), 0) << "a worker saw an error or a damaged entry";
+  }
+  auto store = DirectoryStore::open({dir.path(), max_bytes, -1, nullptr});
+  ASSERT_TRUE(store.ok());
+  auto stats = (*store)->stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_LE(stats->bytes, max_bytes);
+  EXPECT_GT(stats->counters["evictions"], 0);
+  // The ledger agrees with the directory.
+  int64_t bytes = 0;
+  auto keys = (*store)->keys();
+  for (const auto& k : *keys)
+    bytes += static_cast<int64_t>(*Env::posix()->file_size((*store)->entry_path(k)));
+  EXPECT_EQ(bytes, stats->bytes);
+  EXPECT_EQ(static_cast<int64_t>(keys->size()), stats->entries);
+}
+
+TEST(CacheProcessTest, WriterKilledAtRandomPointsNeverLeavesAReadablePartialEntry) {
+  TempDir dir;
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    pid_t pid = spawn({KILN_CACHE_WORKER, "write", dir.path(), std::to_string(trial)});
+    ASSERT_GT(pid, 0);
+    std::this_thread::sleep_for(std::chrono::microseconds(3000 + rng() % 30000));
+    kill(pid, SIGKILL);
+    wait_for(pid);
+  }
+  auto store = DirectoryStore::open({dir.path(), -1, -1, nullptr});
+  ASSERT_TRUE(store.ok());
+  auto keys = (*store)->keys();
+  ASSERT_TRUE(keys.ok());
+  ASSERT_FALSE(keys->empty());
+  for (const std::string& key : *keys) {
+    auto bytes = (*store)->get(key);
+    ASSERT_TRUE(bytes.ok() && bytes->has_value()) << key;
+    auto decoded = decode_cache_entry(**bytes);
+    ASSERT_TRUE(decoded.ok()) << key << ": " << decoded.status().to_string();
+    EXPECT_EQ(decoded->metadata.module_name, key);
+  }
+}
+
+}  // namespace
+}  // namespace kiln::testing

@@ -1,0 +1,225 @@
+// The cache entry format and the directory store, on real directories (faults through EnvWrapper).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+
+#include "kiln/cache.h"
+#include "kiln/logging.h"
+#include "test_support.h"
+
+namespace kiln::testing {
+namespace {
+
+CacheEntryMetadata sample_metadata() {
+  CacheEntryMetadata m;
+  m.module_name = "net";
+  m.producer_version = "test";
+  m.compile_time_ms = 1234;
+  m.created_micros = 42;
+  m.components = {{"module", "module 'net'", std::string(64, 'a')}};
+  return m;
+}
+
+// A clock the test moves by hand, and a count of directory listings.
+class TestEnv : public EnvWrapper {
+ public:
+  TestEnv() : EnvWrapper(Env::posix()) {}
+  int64_t now_micros() override { return now.load(); }
+  Result<std::vector<std::string>> list_dir(const std::string& p) override {
+    ++listings;
+    return EnvWrapper::list_dir(p);
+  }
+  std::atomic<int64_t> now{1'000'000};
+  std::atomic<int> listings{0};
+};
+
+TEST(CacheEntryTest, RoundTripKeepsMetadataAndPayload) {
+  std::string payload(10000, 'x');
+  for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<char>(i * 31);
+  std::string entry = encode_cache_entry(sample_metadata(), payload);
+  auto decoded = decode_cache_entry(entry);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().to_string();
+  EXPECT_EQ(decoded->payload, payload);
+  EXPECT_EQ(decoded->metadata.module_name, "net");
+  EXPECT_EQ(decoded->metadata.compile_time_ms, 1234);
+  ASSERT_EQ(decoded->metadata.components.size(), 1u);
+  EXPECT_EQ(decoded->metadata.components[0].digest, std::string(64, 'a'));
+}
+
+TEST(CacheEntryTest, EverySingleFlippedByteIsDetected) {
+  std::string entry = encode_cache_entry(sample_metadata(), std::string(3000, 'p'));
+  for (size_t i = 0; i < entry.size(); ++i) {
+    for (unsigned char flip : {0x01, 0x80}) {
+      std::string damaged = entry;
+      damaged[i] = static_cast<char>(damaged[i] ^ flip);
+      auto decoded = decode_cache_entry(damaged);
+      ASSERT_FALSE(decoded.ok()) << "byte " << i << " flipped with " << int(flip);
+      EXPECT_EQ(decoded.status().code(), StatusCode::kCorruption);
+    }
+  }
+}
+
+TEST(CacheEntryTest, TruncatedWrongMagicAndWrongVersionAreCorrupt) {
+  std::string entry = encode_cache_entry(sample_metadata(), "payload");
+  for (size_t n : {size_t{0}, size_t{10}, size_t{47}, entry.size() - 1})
+    EXPECT_EQ(decode_cache_entry(entry.substr(0, n)).status().code(), StatusCode::kCorruption);
+  std::string magic = entry;
+  magic[0] = 'X';
+  EXPECT_THAT(decode_cache_entry(magic).status().message(), ::testing::HasSubstr("magic"));
+  std::string version = entry;
+  version[8] = 7;
+  EXPECT_THAT(decode_cache_entry(version).status().message(), ::testing::HasSubstr("version 7"));
+}
+
+std::unique_ptr<DirectoryStore> open_store(const std::string& dir, Env* env, int64_t max_size = -1,
+                                           int64_t max_entries = -1) {
+  auto store = DirectoryStore::open({dir, max_size, max_entries, env});
+  EXPECT_TRUE(store.ok()) << store.status().to_string();
+  return std::move(store).value();
+}
+
+TEST(DirectoryStoreTest, UnknownKeyIsNoneAndPutThenGetReturnsTheBytes) {
+  TempDir dir;
+  auto store = open_store(dir.path(), nullptr);
+  auto missing = store->get("nothing-here");
+  ASSERT_TRUE(missing.ok());
+  EXPECT_FALSE(missing->has_value());
+  ASSERT_TRUE(store->put("k1", "value one").ok());
+  ASSERT_TRUE(store->put("k2", "value two").ok());
+  EXPECT_EQ(**store->get("k1"), "value one");
+  EXPECT_EQ(**store->get("k2"), "value two");
+  auto stats = store->stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->entries, 2);
+  EXPECT_EQ(stats->bytes, 18);
+}
+
+TEST(DirectoryStoreTest, FirstWriterWins) {
+  TempDir dir;
+  auto a = open_store(dir.path(), nullptr);
+  auto b = open_store(dir.path(), nullptr);
+  ASSERT_TRUE(a->put("k", "first").ok());
+  ASSERT_TRUE(b->put("k", "second").ok());
+  EXPECT_EQ(**b->get("k"), "first");
+}
+
+TEST(DirectoryStoreTest, InvalidKeysAreRejected) {
+  TempDir dir;
+  auto store = open_store(dir.path(), nullptr);
+  EXPECT_FALSE(store->put("../escape", "x").ok());
+  EXPECT_FALSE(store->get("a/b").ok());
+}
+
+TEST(DirectoryStoreTest, MaxSizeZeroStoresNothing) {
+  TempDir dir;
+  auto store = open_store(dir.path(), nullptr, /*max_size=*/0);
+  ASSERT_TRUE(store->put("k", "value").ok());
+  EXPECT_FALSE(store->get("k")->has_value());
+}
+
+TEST(DirectoryStoreTest, ValueLargerThanMaxSizeIsRejectedWithAWarning) {
+  TempDir dir;
+  std::vector<std::string> warnings;
+  int sink = log::add_sink([&](log::Level level, const std::string& m) {
+    if (level == log::Level::kWarning) warnings.push_back(m);
+  });
+  auto store = open_store(dir.path(), nullptr, /*max_size=*/100);
+  ASSERT_TRUE(store->put("big", std::string(101, 'b')).ok());
+  log::remove_sink(sink);
+  EXPECT_FALSE(store->get("big")->has_value());
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], ::testing::HasSubstr("larger than the cache's maximum size of 100"));
+}
+
+TEST(DirectoryStoreTest, EvictsLeastRecentlyUsedAcrossTwoStoreInstances) {
+  TempDir dir;
+  TestEnv env;
+  auto a = open_store(dir.path(), &env, /*max_size=*/300);
+  auto b = open_store(dir.path(), &env, /*max_size=*/300);
+  ASSERT_TRUE(a->put("one", std::string(100, '1')).ok());
+  env.now += 10;
+  ASSERT_TRUE(b->put("two", std::string(100, '2')).ok());
+  env.now += 10;
+  ASSERT_TRUE(a->put("three", std::string(100, '3')).ok());
+  env.now += 10;
+  ASSERT_TRUE(b->get("one")->has_value());  // "one" is now the most recently used
+  env.now += 10;
+  ASSERT_TRUE(a->put("four", std::string(100, '4')).ok());  // 400 > 300: evict to 270
+  EXPECT_TRUE(a->get("one")->has_value());
+  EXPECT_FALSE(a->get("two")->has_value());
+  EXPECT_FALSE(a->get("three")->has_value());
+  EXPECT_TRUE(b->get("four")->has_value());
+  auto stats = a->stats();
+  EXPECT_EQ(stats->entries, 2);
+  EXPECT_EQ(stats->bytes, 200);
+  EXPECT_EQ(stats->counters["evictions"], 2);
+}
+
+TEST(DirectoryStoreTest, EntryCountIsBounded) {
+  TempDir dir;
+  TestEnv env;
+  auto store = open_store(dir.path(), &env, -1, /*max_entries=*/10);
+  for (int i = 0; i < 25; ++i) {
+    env.now += 1;
+    ASSERT_TRUE(store->put("k" + std::to_string(i), "v").ok());
+    ASSERT_LE(store->stats()->entries, 10);
+  }
+  EXPECT_TRUE(store->get("k24")->has_value());
+  EXPECT_FALSE(store->get("k0")->has_value());
+}
+
+TEST(DirectoryStoreTest, GetAndPutNeverListTheDirectoryBelowTheBounds) {
+  TempDir dir;
+  TestEnv env;
+  auto store = open_store(dir.path(), &env, /*max_size=*/1 << 30, /*max_entries=*/100000);
+  for (int i = 0; i < 300; ++i) {
+    ASSERT_TRUE(store->put("k" + std::to_string(i), "value").ok());
+    ASSERT_TRUE(store->get("k" + std::to_string(i / 2))->has_value());
+  }
+  EXPECT_EQ(env.listings.load(), 0);
+}
+
+TEST(DirectoryStoreTest, FailedWritesLeaveNoEntryAndNoTempFiles) {
+  TempDir dir;
+  class NoSpaceEnv : public EnvWrapper {
+   public:
+    NoSpaceEnv() : EnvWrapper(Env::posix()) {}
+    Status write_file(const std::string& p, std::string_view d, bool sync) override {
+      if (p.find("/tmp/") != std::string::npos && p.find("ledger") == std::string::npos) {
+        (void)EnvWrapper::write_file(p, d.substr(0, d.size() / 2), false);  // a torn write
+        return io_error("cannot write " + p + ": No space left on device");
+      }
+      return EnvWrapper::write_file(p, d, sync);
+    }
+  } env;
+  auto store = open_store(dir.path(), &env);
+  Status put = store->put("k", std::string(1000, 'v'));
+  ASSERT_FALSE(put.ok());
+  EXPECT_THAT(put.message(), ::testing::HasSubstr("No space left on device"));
+  EXPECT_FALSE(store->get("k")->has_value());
+  auto leftovers = Env::posix()->list_dir(dir.path() + "/tmp");
+  ASSERT_TRUE(leftovers.ok());
+  EXPECT_TRUE(leftovers->empty());
+}
+
+TEST(DirectoryStoreTest, GcAndClear) {
+  TempDir dir;
+  TestEnv env;
+  auto store = open_store(dir.path(), &env);
+  for (int i = 0; i < 5; ++i) {
+    env.now += 1000;
+    ASSERT_TRUE(store->put("k" + std::to_string(i), std::string(10, 'x')).ok());
+  }
+  ASSERT_TRUE(store->evict_to(-1, 3, -1).ok());
+  EXPECT_EQ(store->stats()->entries, 3);
+  EXPECT_FALSE(store->get("k1")->has_value());
+  ASSERT_TRUE(store->evict_to(-1, -1, env.now.load() - 500).ok());  // older than the newest
+  EXPECT_EQ(store->stats()->entries, 1);
+  ASSERT_TRUE(store->clear().ok());
+  EXPECT_EQ(store->stats()->entries, 0);
+  EXPECT_TRUE(store->keys()->empty());
+}
+
+}  // namespace
+}  // namespace kiln::testing
