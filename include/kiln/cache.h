@@ -116,6 +116,14 @@ class DirectoryStore : public CacheStore {
   DirectoryStoreOptions options_;
 };
 
+// A portable bundle of entries (magic, then key/entry pairs with lengths, then an XXH3 checksum),
+// to warm another machine's cache. Entries of another platform version import fine and are simply
+// never looked up there (their keys include the platform version). Raw-bytes aliases travel too.
+Result<std::string> export_cache_bundle(CacheStore& store);
+// Returns the number of entries imported; damaged entries are skipped, a damaged bundle is an
+// error.
+Result<int> import_cache_bundle(CacheStore& store, std::string_view bundle);
+
 // The default directory: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln.
 std::string default_cache_directory();
 

@@ -7,6 +7,7 @@
 #include "kiln/client.h"
 #include "kiln/compile.h"
 #include "kiln/config.h"
+#include "kiln/file.h"
 
 namespace kiln::cli {
 namespace {
@@ -19,6 +20,9 @@ struct CacheArgs {
   CLI::App* verify = nullptr;
   CLI::App* gc = nullptr;
   CLI::App* explain = nullptr;
+  CLI::App* export_cmd = nullptr;
+  CLI::App* import_cmd = nullptr;
+  std::string bundle;
   bool json = false;
   int64_t max_size = -1;
   int64_t max_entries = -1;
@@ -182,6 +186,10 @@ void add_cache_command(CLI::App& app) {
   a.gc->add_option("--max-size", a.max_size, "bytes");
   a.gc->add_option("--max-entries", a.max_entries, "entries");
   a.gc->add_option("--older-than", a.older_than_days, "days since last use");
+  a.export_cmd = a.root->add_subcommand("export", "write every entry into a portable bundle");
+  a.export_cmd->add_option("file", a.bundle, "bundle file to write")->required();
+  a.import_cmd = a.root->add_subcommand("import", "add a bundle's entries to this cache");
+  a.import_cmd->add_option("file", a.bundle, "bundle file to read")->required();
   a.explain = a.root->add_subcommand("explain", "a file's key components, and why it misses");
   a.explain->add_option("file", a.file, "MLIR file")->required();
   a.explain->add_option("-O,--effort", a.effort, "effort level O0..O3");
@@ -196,6 +204,22 @@ int run_cache_command() {
   auto store = open_store();
   if (!store.ok()) return fail(store.status());
   if (a.stats->parsed()) return stats_command(**store);
+  if (a.export_cmd->parsed()) {
+    auto bundle = export_cache_bundle(**store);
+    if (!bundle.ok()) return fail(bundle.status());
+    Status s = write_file(a.bundle, *bundle);
+    if (!s.ok()) return fail(s);
+    std::printf("wrote %s (%zu bytes)\n", a.bundle.c_str(), bundle->size());
+    return 0;
+  }
+  if (a.import_cmd->parsed()) {
+    auto bytes = read_file(a.bundle);
+    if (!bytes.ok()) return fail(bytes.status());
+    auto count = import_cache_bundle(**store, *bytes);
+    if (!count.ok()) return fail(count.status());
+    std::printf("imported %d entries into %s\n", *count, (*store)->directory().c_str());
+    return 0;
+  }
   if (a.ls->parsed()) return ls_command(**store);
   if (a.verify->parsed()) return verify_command(**store);
   if (a.clear->parsed()) {

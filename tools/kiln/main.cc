@@ -258,6 +258,7 @@ int compile_command(const std::string& file, const std::string& output, const st
 int main(int argc, char** argv) {
   CLI::App app{"kiln: compile MLIR tensor programs once, run them from the cache"};
   app.require_subcommand(1);
+  app.fallthrough();  // --set and --cache-dir work before or after the subcommand
 
   RunArgs run;
   CLI::App* run_cmd =
