@@ -431,6 +431,31 @@ TEST_F(CacheKeyTest, ModuleEffortLevelsDisabledPassesDevicesAndTagChangeTheKey) 
   EXPECT_EQ(keys.size(), 8u);  // two modules, three more levels, passes, devices, tag
 }
 
+TEST_F(CacheKeyTest, FdoProfileProfileVersionAndOverridesChangeTheKeyButDetailedLoggingDoesNot) {
+  CompileOptions base;
+  std::string plain = key(kAdd, base);
+  CompileOptions profiled = base;
+  profiled.fdo_profile = "profile bytes";
+  CompileOptions other_profile = base;
+  other_profile.fdo_profile = "other profile bytes";
+  CompileOptions versioned = base;
+  versioned.profile_version = 3;
+  CompileOptions overridden = base;
+  overridden.env_option_overrides = {{"unroll", "4"}};
+  std::set<std::string> keys = {plain, key(kAdd, profiled), key(kAdd, other_profile),
+                                key(kAdd, versioned), key(kAdd, overridden)};
+  EXPECT_EQ(keys.size(), 5u);
+  CompileOptions logged = base;
+  logged.detailed_logging = true;
+  logged.env_option_overrides = {{"dump_to", "/tmp/x"}};  // excluded from the key
+  EXPECT_EQ(key(kAdd, logged), plain);
+  CompileOptions reordered = overridden;
+  reordered.env_option_overrides = {{"b", "1"}, {"a", "2"}};
+  CompileOptions ordered = overridden;
+  ordered.env_option_overrides = {{"a", "2"}, {"b", "1"}};
+  EXPECT_EQ(key(kAdd, reordered), key(kAdd, ordered));
+}
+
 TEST_F(CacheKeyTest, DisabledPassOrderAndDuplicatesAndUnknownLevelDoNotMatter) {
   CompileOptions a, b;
   a.disabled_passes = {"canonicalize", "linalg-fuse-elementwise-ops"};

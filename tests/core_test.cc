@@ -1,10 +1,12 @@
 // Core pieces without the compiler: effort levels, .npy files, the pipeline list, the client.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <cstring>
 
 #include "backend/cpu/pipeline.h"
+#include "kiln/config.h"
 #include "kiln/npy.h"
 #include "test_support.h"
 
@@ -93,6 +95,81 @@ TEST(ClientTest, DeviceCountFromEnvironment) {
   ProcessResult bad = run_process({kiln_binary(), "devices"}, {"KILN_CPU_DEVICE_COUNT=lots"});
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("KILN_CPU_DEVICE_COUNT='lots'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kiln::testing
+
+namespace kiln::testing {
+namespace {
+
+class CompileOptionsTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    config::reset();
+    set_profile_version_hook(nullptr);
+  }
+};
+
+TEST_F(CompileOptionsTest, DeviceAssignmentShapeIsValidated) {
+  auto ok = get_compile_options(2, 2, std::vector<std::vector<int>>{{0, 1}, {2, 3}});
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->device_assignment[1][0], 2);
+  auto bad = get_compile_options(2, 2, std::vector<std::vector<int>>{{0, 1, 2}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(),
+              ::testing::HasSubstr("shape 1x3, but num_replicas is 2 and num_partitions is 2"));
+  auto flat = get_compile_options(3, 1, std::vector<int>{4, 5, 6});
+  ASSERT_TRUE(flat.ok());
+  EXPECT_EQ(flat->device_assignment.size(), 3u);
+  auto flat_bad = get_compile_options(2, 2, std::vector<int>{0, 1});
+  ASSERT_FALSE(flat_bad.ok());
+  EXPECT_THAT(flat_bad.status().message(), ::testing::HasSubstr("num_partitions is 2"));
+}
+
+TEST_F(CompileOptionsTest, EffortLevelOverridesMoveOntoTheOptionsAndTheRestKeepTheirOrder) {
+  auto o = get_compile_options(1, 1, std::vector<std::vector<int>>{},
+                               {{"zeta", "1"},
+                                {"optimization_level", "O3"},
+                                {"alpha", "2"},
+                                {"memory_fitting_level", "19"}});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->optimization_level, EffortLevel::kO3);
+  EXPECT_EQ(o->memory_fitting_level, EffortLevel::kO1);
+  ASSERT_EQ(o->env_option_overrides.size(), 2u);
+  EXPECT_EQ(o->env_option_overrides[0].first, "zeta");
+  EXPECT_EQ(o->env_option_overrides[1].first, "alpha");
+  auto bad =
+      get_compile_options(1, 1, std::vector<std::vector<int>>{}, {{"optimization_level", "O9"}});
+  EXPECT_FALSE(bad.ok());
+}
+
+TEST_F(CompileOptionsTest, DisableMostOptimizationsAndRematFlagKeepTheUsersPasses) {
+  ASSERT_TRUE(config::set("KILN_DISABLE_MOST_OPTIMIZATIONS", "true").ok());
+  ASSERT_TRUE(config::set("KILN_COMPILER_ENABLE_REMAT_PASS", "false").ok());
+  auto o = get_compile_options(1, 1, std::vector<std::vector<int>>{},
+                               {{"disabled_passes", " canonicalize , lower-affine,canonicalize"}});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->optimization_level, EffortLevel::kO0);
+  EXPECT_EQ(o->disabled_passes, (std::vector<std::string>{"canonicalize", "lower-affine",
+                                                          "linalg-fuse-elementwise-ops"}));
+}
+
+TEST_F(CompileOptionsTest, ProfileVersionFlagBeatsHookBeatsNone) {
+  auto none = get_compile_options(1, 1, std::vector<std::vector<int>>{});
+  EXPECT_EQ(none->profile_version, 0);
+  set_profile_version_hook([] { return int64_t{7}; });
+  EXPECT_EQ(get_compile_options(1, 1, std::vector<std::vector<int>>{})->profile_version, 7);
+  ASSERT_TRUE(config::set("KILN_PROFILE_VERSION", "-1").ok());
+  EXPECT_EQ(get_compile_options(1, 1, std::vector<std::vector<int>>{})->profile_version,
+            kNoProfileDontRetrieve);
+}
+
+TEST_F(CompileOptionsTest, DetailedLoggingFollowsTheOpCountBound) {
+  EXPECT_FALSE(
+      get_compile_options(1, 1, std::vector<std::vector<int>>{}, {}, "", 9)->detailed_logging);
+  EXPECT_TRUE(
+      get_compile_options(1, 1, std::vector<std::vector<int>>{}, {}, "", 10)->detailed_logging);
 }
 
 }  // namespace

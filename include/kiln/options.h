@@ -1,6 +1,8 @@
 // Effort levels and the options that steer one compilation.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +20,9 @@ Result<EffortLevel> parse_effort_level(const std::string& text);
 // UNKNOWN means "the backend's default", which is O2 on the CPU.
 EffortLevel resolve_effort_level(EffortLevel level);
 
+// The profile version that means "no profile; do not try to fetch one".
+inline constexpr int64_t kNoProfileDontRetrieve = -1;
+
 struct CompileOptions {
   EffortLevel optimization_level = EffortLevel::kUnknown;
   EffortLevel memory_fitting_level = EffortLevel::kO2;
@@ -25,6 +30,35 @@ struct CompileOptions {
   std::vector<std::string> disabled_passes;
   int num_replicas = 1;
   int num_partitions = 1;
+  // Device ids, replicas × partitions; empty = the backend's default assignment.
+  std::vector<std::vector<int>> device_assignment;
+  // Backend option overrides left after get_compile_options took out the effort levels, in order.
+  std::vector<std::pair<std::string, std::string>> env_option_overrides;
+  // Feedback-directed optimisation profile bytes (PGLE); empty = none.
+  std::string fdo_profile;
+  // 0 = none; kNoProfileDontRetrieve = -1; positive = a profile version to fetch.
+  int64_t profile_version = 0;
+  // Per-stage compile logs for big modules. Does not change the code, so not part of the key.
+  bool detailed_logging = false;
 };
+
+// A function the embedding application can register to supply a profile version.
+using ProfileVersionHook = std::function<int64_t()>;
+void set_profile_version_hook(ProfileVersionHook hook);
+
+// The seed's get_compile_options: validates the device assignment (2-D replicas × partitions, or
+// 1-D when num_partitions == 1; a mismatch names both numbers), takes "optimization_level" and
+// "memory_fitting_level" out of `env_option_overrides` onto the options (keeping the rest in
+// order), applies KILN_DISABLE_MOST_OPTIMIZATIONS and KILN_COMPILER_ENABLE_REMAT_PASS=false (which
+// adds "linalg-fuse-elementwise-ops" to `disabled_passes` without dropping the caller's names),
+// picks the profile version (KILN_PROFILE_VERSION flag > hook > none) and sets detailed logging
+// when `module_op_count` reaches KILN_COMPILER_DETAILED_LOGGING_MIN_OPS.
+Result<CompileOptions> get_compile_options(
+    int num_replicas, int num_partitions, const std::vector<std::vector<int>>& device_assignment,
+    const std::vector<std::pair<std::string, std::string>>& env_option_overrides = {},
+    std::string fdo_profile = "", int64_t module_op_count = 0);
+// Flat form: accepted when num_partitions == 1 (one device per replica).
+Result<CompileOptions> get_compile_options(int num_replicas, int num_partitions,
+                                           const std::vector<int>& device_assignment);
 
 }  // namespace kiln

@@ -30,7 +30,8 @@ Result<std::string> export_cache_bundle(CacheStore& store) {
   std::string out(kBundleMagic, sizeof(kBundleMagic));
   for (const std::string& key : keys) {
     KILN_ASSIGN_OR_RETURN(auto value, store.get(key));
-    if (!value.has_value() || !(is_alias(key) || decode_cache_entry_metadata(*value).ok())) continue;
+    if (!value.has_value() || !(is_alias(key) || decode_cache_entry_metadata(*value).ok()))
+      continue;
     append_u64(out, key.size());
     out += key;
     append_u64(out, value->size());
@@ -43,7 +44,8 @@ Result<std::string> export_cache_bundle(CacheStore& store) {
 Result<int> import_cache_bundle(CacheStore& store, std::string_view bundle) {
   if (bundle.size() < sizeof(kBundleMagic) + 8 ||
       std::memcmp(bundle.data(), kBundleMagic, sizeof(kBundleMagic)) != 0)
-    return invalid_argument("not a kiln cache bundle (bad magic); make one with `kiln cache export`");
+    return invalid_argument(
+        "not a kiln cache bundle (bad magic); make one with `kiln cache export`");
   size_t end = bundle.size() - 8;
   uint64_t checksum = 0;
   size_t checksum_pos = end;

@@ -72,13 +72,41 @@ std::string sanitized_module_name(const std::string& name) {
   return out.empty() ? "module" : out;
 }
 
+// Options that never change generated code stay out of the key.
+bool excluded_override(const std::string& name) {
+  static const char* kExcluded[] = {"dump_to",
+                                    "dump_ir_to",
+                                    "log_level",
+                                    "detailed_logging",
+                                    "xla_force_host_platform_device_count",
+                                    "device_count"};
+  for (const char* e : kExcluded)
+    if (name == e) return true;
+  return false;
+}
+
 std::string options_description(const CompileOptions& o) {
   std::string disabled;
   for (const std::string& p : o.disabled_passes) disabled += (disabled.empty() ? "" : ",") + p;
+  std::vector<std::pair<std::string, std::string>> overrides;
+  for (const auto& kv : o.env_option_overrides)
+    if (!excluded_override(kv.first)) overrides.push_back(kv);
+  std::sort(overrides.begin(), overrides.end());
+  std::string override_text;
+  for (const auto& [k, v] : overrides) override_text += k + "=" + v + ",";
+  std::string assignment;
+  for (const auto& row : o.device_assignment) {
+    assignment += "[";
+    for (int d : row) assignment += std::to_string(d) + ",";
+    assignment += "]";
+  }
   return std::string("optimization_level=") + effort_level_name(o.optimization_level) +
          ";memory_fitting_level=" + effort_level_name(o.memory_fitting_level) +
          ";disabled_passes=" + disabled + ";num_replicas=" + std::to_string(o.num_replicas) +
-         ";num_partitions=" + std::to_string(o.num_partitions);
+         ";num_partitions=" + std::to_string(o.num_partitions) +
+         ";device_assignment=" + assignment + ";overrides=" + override_text +
+         ";profile_version=" + std::to_string(o.profile_version) +
+         ";fdo_profile=" + (o.fdo_profile.empty() ? "none" : sha256_hex(o.fdo_profile));
 }
 
 KeyComponent component(std::string name, std::string description) {

@@ -16,6 +16,8 @@
 #include "backend/cpu/compiler_interface.h"
 #include "backend/cpu/pipeline.h"
 #include "compiler_cpu/transform_scripts.h"
+#include "kiln/config.h"
+#include "kiln/logging.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -310,6 +312,13 @@ class MlirModuleCompiler : public ModuleCompiler {
     result.info.module_name = module->getSymName() ? module->getSymName()->str() : "module";
 
     KILN_RETURN_IF_ERROR(collect_entry_points(*module, result.entry_points));
+    // Detailed logs only for modules big enough to be interesting; the walk stops at the bound.
+    int64_t min_ops = config::get_int("KILN_COMPILER_DETAILED_LOGGING_MIN_OPS");
+    int64_t ops = 0;
+    module->walk([&](mlir::Operation*) {
+      return ++ops >= min_ops ? mlir::WalkResult::interrupt() : mlir::WalkResult::advance();
+    });
+    bool detailed = options.detailed_logging || ops >= min_ops;
 
     start = Clock::now();
     bool frees_buffers = false;
@@ -368,6 +377,15 @@ class MlirModuleCompiler : public ModuleCompiler {
     }
     KILN_ASSIGN_OR_RETURN(result.shared_object, link_shared_object(object));
     result.info.timings.codegen_ms = elapsed_ms(start);
+    if (detailed) {
+      const CompileTimings& t = result.info.timings;
+      log::info("compiled '" + result.info.module_name + "' at " + result.info.effort_level +
+                ": parse " + std::to_string(t.parse_ms) + " ms, passes " +
+                std::to_string(t.passes_ms) + " ms, llvm " + std::to_string(t.llvm_ms) +
+                " ms (LLVM -O" + std::to_string(pipeline.llvm_opt_level) + "), codegen " +
+                std::to_string(t.codegen_ms) + " ms, " +
+                std::to_string(result.shared_object.size()) + " bytes of code");
+    }
     return result;
   }
 

@@ -39,6 +39,8 @@ const std::vector<FlagInfo>& flag_table() {
       {"KILN_COMPILER_DETAILED_LOGGING_MIN_OPS", "10",
        "modules with at least this many operations get detailed compile logs", false},
       {"KILN_LOG_LEVEL", "warning", "debug, info, warning or error", false},
+      {"KILN_COMPILER_ENABLE_REMAT_PASS", "", "false: disable rematerialising fusion", false},
+      {"KILN_PROFILE_VERSION", "0", "FDO profile version (0 none, -1 never fetch)", false},
   };
   return flags;
 }

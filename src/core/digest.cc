@@ -1,40 +1,44 @@
 #include "core/digest.h"
 
-#include <openssl/evp.h>
+#include <nettle/sha2.h>
 #include <xxhash.h>
 #include <zstd.h>
 
+#include <cstdint>
+
 namespace kiln {
 
+// nettle rather than OpenSSL: OpenSSL 3's provider set-up and its library's relocations cost
+// milliseconds in every fresh process, and the cache-hit path hashes in every process.
 Sha256::Sha256() {
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+  auto* ctx = new sha256_ctx;
+  sha256_init(ctx);
   context_ = ctx;
 }
 
-Sha256::~Sha256() { EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(context_)); }
+Sha256::~Sha256() { delete static_cast<sha256_ctx*>(context_); }
 
 void Sha256::update(std::string_view bytes) {
-  EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(context_), bytes.data(), bytes.size());
+  sha256_update(static_cast<sha256_ctx*>(context_), bytes.size(),
+                reinterpret_cast<const uint8_t*>(bytes.data()));
 }
 
 void Sha256::update_framed(std::string_view bytes) {
   uint64_t size = bytes.size();
-  unsigned char prefix[8];
-  for (int i = 0; i < 8; ++i) prefix[i] = static_cast<unsigned char>(size >> (8 * i));
-  EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(context_), prefix, sizeof(prefix));
+  uint8_t prefix[8];
+  for (int i = 0; i < 8; ++i) prefix[i] = static_cast<uint8_t>(size >> (8 * i));
+  sha256_update(static_cast<sha256_ctx*>(context_), sizeof(prefix), prefix);
   update(bytes);
 }
 
 std::string Sha256::hex() {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(context_), digest, &length);
+  uint8_t digest[SHA256_DIGEST_SIZE];
+  sha256_digest(static_cast<sha256_ctx*>(context_), SHA256_DIGEST_SIZE, digest);
   static const char kHex[] = "0123456789abcdef";
   std::string out;
-  for (unsigned int i = 0; i < length; ++i) {
-    out += kHex[digest[i] >> 4];
-    out += kHex[digest[i] & 15];
+  for (uint8_t byte : digest) {
+    out += kHex[byte >> 4];
+    out += kHex[byte & 15];
   }
   return out;
 }

@@ -1,4 +1,4 @@
-// Hashing and compression helpers for the cache (OpenSSL SHA-256, XXH3, zstd).
+// Hashing and compression helpers for the cache (SHA-256 from nettle, XXH3, zstd).
 #pragma once
 
 #include <string>
