@@ -3,7 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <thread>
 #include <map>
 #include <set>
 
@@ -177,6 +179,22 @@ TEST_F(CompileCacheTest, RepeatInOneProcessIsAMemoryHit) {
   EXPECT_EQ(second.cache, "hit");
   EXPECT_TRUE(second.from_memory);
   EXPECT_EQ(events_["tasks_using_cache"], 1);  // once per process
+}
+
+TEST_F(CompileCacheTest, ConcurrentRequestsForOneKeyCompileOnce) {
+  std::vector<std::thread> threads;
+  std::vector<std::string> outcomes(6);
+  for (int i = 0; i < 6; ++i) {
+    threads.emplace_back([&, i] {
+      CompileReport r;
+      auto exe = get(kAdd, &r);
+      outcomes[i] = exe.ok() ? r.cache + (r.from_memory ? "/memory" : "") : exe.status().to_string();
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(durations_["backend_compile_duration"].size(), 1u);
+  EXPECT_EQ(std::count(outcomes.begin(), outcomes.end(), "miss"), 1);
+  EXPECT_EQ(std::count(outcomes.begin(), outcomes.end(), "hit/memory"), 5);
 }
 
 TEST_F(CompileCacheTest, TwoProgramsMakeTwoEntries) {
