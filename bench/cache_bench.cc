@@ -37,8 +37,9 @@ std::string entry_bytes(std::mt19937& rng, const std::string& name) {
 }
 
 void store_latency(int entries) {
-  std::string dir = (std::filesystem::temp_directory_path() /
-                     ("kiln-cache-bench-" + std::to_string(entries))).string();
+  std::string dir =
+      (std::filesystem::temp_directory_path() / ("kiln-cache-bench-" + std::to_string(entries)))
+          .string();
   std::filesystem::remove_all(dir);
   auto store = kiln::DirectoryStore::open({dir, -1, -1, nullptr});
   std::mt19937 rng(entries);
@@ -69,7 +70,8 @@ std::string big_module(size_t target_bytes) {
   std::string text = "module @big {\n";
   for (int f = 0; text.size() < target_bytes; ++f) {
     std::string n = std::to_string(f);
-    text += "  func.func @f" + n + "(%a: tensor<16x16xf32>, %b: tensor<16x16xf32>) -> tensor<16x16xf32> {\n";
+    text += "  func.func @f" + n +
+            "(%a: tensor<16x16xf32>, %b: tensor<16x16xf32>) -> tensor<16x16xf32> {\n";
     text += "    %c = arith.constant dense<" + std::to_string(f % 97) + ".5> : tensor<16x16xf32>\n";
     text += "    %s = arith.addf %a, %b : tensor<16x16xf32>\n";
     text += "    %m = arith.mulf %s, %c : tensor<16x16xf32>\n";
@@ -108,7 +110,8 @@ int main() {
     t = Clock::now();
     auto again = kiln::compute_cache_key(**client, source, {}, *store);
     alias_ms.push_back(ms_since(t));
-    if (!again.ok() || !first.ok() || again->key != first->key) std::fprintf(stderr, "key mismatch\n");
+    if (!again.ok() || !first.ok() || again->key != first->key)
+      std::fprintf(stderr, "key mismatch\n");
   }
   std::printf("\ncache key of a %.1f MB module\n", mb);
   std::printf("  canonicalising path (parse, print generic form, hash): %8.1f ms  %7.1f MB/s\n",

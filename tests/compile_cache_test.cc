@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <thread>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "kiln/compile.h"
 #include "kiln/config.h"
@@ -188,7 +188,8 @@ TEST_F(CompileCacheTest, ConcurrentRequestsForOneKeyCompileOnce) {
     threads.emplace_back([&, i] {
       CompileReport r;
       auto exe = get(kAdd, &r);
-      outcomes[i] = exe.ok() ? r.cache + (r.from_memory ? "/memory" : "") : exe.status().to_string();
+      outcomes[i] =
+          exe.ok() ? r.cache + (r.from_memory ? "/memory" : "") : exe.status().to_string();
     });
   }
   for (auto& t : threads) t.join();

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -114,6 +115,59 @@ class DirectoryStore : public CacheStore {
                       int64_t older_than_micros);
 
   DirectoryStoreOptions options_;
+};
+
+class KeyValueStore;
+
+// The remote tier: entries in a key-value store (Redis) under "kiln:cache:<key>". With a secret,
+// every value carries an HMAC-SHA256 over key and bytes; a value whose tag does not verify
+// (tampered, another secret, or written without one) is rejected with kCorruption, never returned.
+class RemoteCacheStore : public CacheStore {
+ public:
+  RemoteCacheStore(std::unique_ptr<KeyValueStore> kv, std::string secret, std::string description);
+  ~RemoteCacheStore() override;
+  Result<std::optional<std::string>> get(const std::string& key) override;
+  Status put(const std::string& key, std::string_view value) override;
+  Status remove(const std::string& key) override;
+  Result<std::vector<std::string>> keys() override;
+  void count(const std::string&, int64_t) override {}
+  Result<CacheStats> stats() override { return CacheStats{}; }
+  std::string describe() const override { return description_; }
+
+ private:
+  std::unique_ptr<KeyValueStore> kv_;
+  std::string secret_;
+  std::string description_;
+};
+
+// Local first, then remote (a remote hit is copied into the local store); writes go to both unless
+// the remote is read-only. The remote fails open: its errors and timeouts are warnings and counts
+// (remote_errors, remote_timeouts, remote_rejected), and after 3 failures in a row it is skipped
+// for 30 s. Counters and maintenance commands use the local store.
+class TieredCacheStore : public CacheStore {
+ public:
+  TieredCacheStore(CacheStore* local, std::unique_ptr<CacheStore> remote, bool remote_read_only,
+                   Env* env);
+  Result<std::optional<std::string>> get(const std::string& key) override;
+  Status put(const std::string& key, std::string_view value) override;
+  Status remove(const std::string& key) override;
+  Result<std::vector<std::string>> keys() override { return local_->keys(); }
+  void count(const std::string& counter, int64_t delta = 1) override {
+    local_->count(counter, delta);
+  }
+  Result<CacheStats> stats() override { return local_->stats(); }
+  std::string describe() const override;
+
+ private:
+  bool remote_available();
+  void remote_failed(const Status& status, const std::string& what);
+  CacheStore* local_;
+  std::unique_ptr<CacheStore> remote_;
+  bool remote_read_only_;
+  Env* env_;
+  std::mutex mutex_;
+  int consecutive_failures_ = 0;
+  int64_t skip_until_micros_ = 0;
 };
 
 // A portable bundle of entries (magic, then key/entry pairs with lengths, then an XXH3 checksum),

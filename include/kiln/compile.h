@@ -53,6 +53,8 @@ void unregister_compile_error_handler(int id);
 // The persistent store compile_or_get_cached uses now (per the KILN_* cache flags), or null when
 // the cache is off. Shared by the whole process.
 Result<CacheStore*> persistent_cache_store();
+// The local directory store alone (for maintenance commands), even when a remote tier is set.
+Result<DirectoryStore*> local_cache_store();
 
 // The Env the persistent store does its I/O through (nullptr: the POSIX Env). Takes effect when
 // the store is next opened; tests inject faults this way.

@@ -11,6 +11,7 @@
 #include "core/digest.h"
 #include "kiln/compile.h"
 #include "kiln/config.h"
+#include "kiln/kv_store.h"
 #include "kiln/logging.h"
 #include "kiln/monitoring.h"
 
@@ -37,8 +38,9 @@ struct CacheState {
   std::set<std::string> verified_keys;  // check-contents: keys already compared in this process
   bool task_event_sent = false;
   std::unique_ptr<DirectoryStore> store;
-  std::string store_config;  // the flags the store was opened with
-  Env* env = nullptr;        // for the store; nullptr = POSIX
+  std::unique_ptr<TieredCacheStore> tiered;  // the local store + the remote tier, when configured
+  std::string store_config;                  // the flags the stores were opened with
+  Env* env = nullptr;                        // for the store; nullptr = POSIX
   std::map<int, CompileErrorHandler> error_handlers;
   int next_handler_id = 1;
 };
@@ -154,13 +156,27 @@ Status open_store_locked(CacheState& s) {
   if (dir.empty()) dir = default_cache_directory();
   int64_t max_size = config::get_int("KILN_COMPILATION_CACHE_MAX_SIZE");
   int64_t max_entries = config::get_int("KILN_COMPILATION_CACHE_MAX_ENTRIES");
-  std::string wanted = dir + "|" + std::to_string(max_size) + "|" + std::to_string(max_entries);
+  std::string remote_url = *config::get_string("KILN_REMOTE_CACHE");
+  std::string secret = *config::get_string("KILN_REMOTE_CACHE_SECRET");
+  int64_t timeout_ms = config::get_int("KILN_REMOTE_CACHE_TIMEOUT_MS");
+  bool read_only = config::get_bool("KILN_REMOTE_CACHE_READ_ONLY");
+  std::string wanted = dir + "|" + std::to_string(max_size) + "|" + std::to_string(max_entries) +
+                       "|" + remote_url + "|" + sha256_hex(secret) + "|" +
+                       std::to_string(timeout_ms) + "|" + (read_only ? "ro" : "rw");
   if (s.store && s.store_config == wanted) return Status();
-  // The directory (or a bound) changed since the store was opened: follow it.
+  // A flag changed since the stores were opened (e.g. the directory): follow it.
+  s.tiered.reset();
   DirectoryStoreOptions options{dir, max_size, max_entries, s.env};
   auto store = DirectoryStore::open(options);
   if (!store.ok()) return store.status();
   s.store = std::move(*store);
+  if (!remote_url.empty()) {
+    KILN_ASSIGN_OR_RETURN(RedisAddress address, parse_redis_url(remote_url));
+    auto remote = std::make_unique<RemoteCacheStore>(
+        RedisKeyValueStore::create_lazy(address, timeout_ms), secret, address.to_string());
+    s.tiered = std::make_unique<TieredCacheStore>(s.store.get(), std::move(remote), read_only,
+                                                  s.env ? s.env : Env::posix());
+  }
   s.store_config = wanted;
   return Status();
 }
@@ -280,7 +296,16 @@ Result<CacheStore*> persistent_cache_store() {
   CacheState& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   KILN_RETURN_IF_ERROR(open_store_locked(s));
+  if (s.tiered) return static_cast<CacheStore*>(s.tiered.get());
   return static_cast<CacheStore*>(s.store.get());
+}
+
+Result<DirectoryStore*> local_cache_store() {
+  if (!cache_enabled()) return invalid_argument("the compilation cache is disabled");
+  CacheState& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  KILN_RETURN_IF_ERROR(open_store_locked(s));
+  return s.store.get();
 }
 
 Result<std::shared_ptr<Executable>> compile_or_get_cached(const Client& client,
@@ -496,6 +521,7 @@ void set_persistent_cache_env(Env* env) {
   CacheState& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   s.env = env;
+  s.tiered.reset();
   s.store.reset();
   s.store_config.clear();
 }
@@ -507,6 +533,7 @@ void reset_compilation_cache_state() {
   s.by_key.clear();
   s.verified_keys.clear();
   s.task_event_sent = false;
+  s.tiered.reset();
   s.store.reset();
   s.store_config.clear();
 }

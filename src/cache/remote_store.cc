@@ -1,0 +1,158 @@
+#include <nettle/hmac.h>
+
+#include <cstring>
+
+#include "kiln/cache.h"
+#include "kiln/kv_store.h"
+#include "kiln/logging.h"
+
+namespace kiln {
+namespace {
+
+constexpr char kFrameMagic[4] = {'K', 'R', 'C', '1'};
+constexpr size_t kTagSize = SHA256_DIGEST_SIZE;
+constexpr const char* kPrefix = "kiln:cache:";
+
+std::string hmac_tag(const std::string& secret, const std::string& key, std::string_view value) {
+  hmac_sha256_ctx ctx;
+  hmac_sha256_set_key(&ctx, secret.size(), reinterpret_cast<const uint8_t*>(secret.data()));
+  auto update_framed = [&](std::string_view bytes) {
+    uint8_t size[8];
+    for (int i = 0; i < 8; ++i) size[i] = static_cast<uint8_t>(uint64_t(bytes.size()) >> (8 * i));
+    hmac_sha256_update(&ctx, sizeof(size), size);
+    hmac_sha256_update(&ctx, bytes.size(), reinterpret_cast<const uint8_t*>(bytes.data()));
+  };
+  update_framed(key);
+  update_framed(value);
+  std::string tag(kTagSize, '\0');
+  hmac_sha256_digest(&ctx, kTagSize, reinterpret_cast<uint8_t*>(tag.data()));
+  return tag;
+}
+
+// Constant time, so a forger learns nothing from timing.
+bool same_tag(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+bool is_timeout(const Status& s) { return s.message().find("timed out") != std::string::npos; }
+
+}  // namespace
+
+RemoteCacheStore::RemoteCacheStore(std::unique_ptr<KeyValueStore> kv, std::string secret,
+                                   std::string description)
+    : kv_(std::move(kv)), secret_(std::move(secret)), description_(std::move(description)) {}
+
+RemoteCacheStore::~RemoteCacheStore() = default;
+
+Result<std::optional<std::string>> RemoteCacheStore::get(const std::string& key) {
+  KILN_ASSIGN_OR_RETURN(auto framed, kv_->get(kPrefix + key));
+  if (!framed.has_value()) return framed;
+  std::string_view v = *framed;
+  if (v.size() < 5 || std::memcmp(v.data(), kFrameMagic, 4) != 0)
+    return corruption("remote cache entry " + key + " is not a kiln remote entry");
+  bool tagged = v[4] == 1;
+  std::string_view body = v.substr(5);
+  std::string_view tag;
+  if (tagged) {
+    if (body.size() < kTagSize) return corruption("remote cache entry " + key + " is truncated");
+    tag = body.substr(0, kTagSize);
+    body = body.substr(kTagSize);
+  }
+  if (!secret_.empty()) {
+    if (!tagged)
+      return corruption("remote cache entry " + key + " carries no authentication tag");
+    if (!same_tag(tag, hmac_tag(secret_, key, body)))
+      return corruption("remote cache entry " + key + " failed authentication (tampered, or "
+                        "written with another secret)");
+  }
+  return std::optional<std::string>(std::string(body));
+}
+
+Status RemoteCacheStore::put(const std::string& key, std::string_view value) {
+  std::string framed(kFrameMagic, 4);
+  framed += secret_.empty() ? '\0' : '\1';
+  if (!secret_.empty()) framed += hmac_tag(secret_, key, value);
+  framed.append(value.data(), value.size());
+  return kv_->set(kPrefix + key, framed);
+}
+
+Status RemoteCacheStore::remove(const std::string& key) { return kv_->remove(kPrefix + key); }
+
+Result<std::vector<std::string>> RemoteCacheStore::keys() {
+  return unimplemented("listing a remote cache is not supported");
+}
+
+TieredCacheStore::TieredCacheStore(CacheStore* local, std::unique_ptr<CacheStore> remote,
+                                   bool remote_read_only, Env* env)
+    : local_(local), remote_(std::move(remote)), remote_read_only_(remote_read_only), env_(env) {}
+
+std::string TieredCacheStore::describe() const {
+  return local_->describe() + " + remote " + remote_->describe() +
+         (remote_read_only_ ? " (read-only)" : "");
+}
+
+bool TieredCacheStore::remote_available() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return env_->now_micros() >= skip_until_micros_;
+}
+
+void TieredCacheStore::remote_failed(const Status& status, const std::string& what) {
+  bool timeout = is_timeout(status);
+  local_->count(timeout ? "remote_timeouts" : "remote_errors");
+  std::string message = "remote compilation cache " + remote_->describe() + ": " + what + " failed (" +
+                        status.message() + "); compiling locally";
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (++consecutive_failures_ >= 3) {
+    skip_until_micros_ = env_->now_micros() + 30 * 1000000LL;
+    consecutive_failures_ = 0;
+    message += "; skipping the remote cache for 30 s";
+  }
+  log::warning(message);
+}
+
+Result<std::optional<std::string>> TieredCacheStore::get(const std::string& key) {
+  KILN_ASSIGN_OR_RETURN(auto local, local_->get(key));
+  if (local.has_value() || !remote_available()) return local;
+  auto remote = remote_->get(key);
+  if (!remote.ok()) {
+    if (remote.status().code() == StatusCode::kCorruption) {
+      local_->count("remote_rejected");
+      log::warning("rejected remote cache entry: " + remote.status().message());
+      return std::optional<std::string>();
+    }
+    remote_failed(remote.status(), "reading " + key);
+    return std::optional<std::string>();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    consecutive_failures_ = 0;
+  }
+  bool is_alias = key.rfind("alias-", 0) == 0;
+  if (!remote->has_value()) {
+    if (!is_alias) local_->count("remote_misses");
+    return remote;
+  }
+  if (!is_alias) local_->count("remote_hits");
+  (void)local_->put(key, **remote);  // warm the local tier; a failure only costs a later fetch
+  return remote;
+}
+
+Status TieredCacheStore::put(const std::string& key, std::string_view value) {
+  Status local = local_->put(key, value);
+  if (!remote_read_only_ && remote_available()) {
+    Status remote = remote_->put(key, value);
+    if (!remote.ok()) remote_failed(remote, "writing " + key);
+  }
+  return local;
+}
+
+Status TieredCacheStore::remove(const std::string& key) {
+  Status local = local_->remove(key);
+  if (!remote_read_only_ && remote_available()) (void)remote_->remove(key);
+  return local;
+}
+
+}  // namespace kiln
