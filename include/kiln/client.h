@@ -35,12 +35,19 @@ class Client {
  public:
   // The CPU client. Device count: `device_count` if > 0, else $KILN_CPU_DEVICE_COUNT, else 1.
   static Result<std::unique_ptr<Client>> create_cpu(int device_count = 0, int process_index = 0);
+  // A client for process `process_index` of a job of `num_processes`, each owning `device_count`
+  // local devices (0 = $KILN_CPU_DEVICE_COUNT or 1). devices() lists every device of the job with
+  // its global id (process_index * device_count + local index) and owning process.
+  static Result<std::unique_ptr<Client>> create_cpu_for_job(int device_count, int process_index,
+                                                            int num_processes);
 
   std::string platform() const { return "cpu"; }
   // Pins everything that changes generated code: kiln and LLVM versions, target triple, CPU
   // identity and CPU features. Executables compiled under another platform version may differ.
   const std::string& platform_version() const { return platform_version_; }
   const std::vector<Device>& devices() const { return devices_; }
+  std::vector<Device> local_devices() const;
+  int num_processes() const { return num_processes_; }
   int process_index() const { return process_index_; }
 
   // Compiles `source` with `options`. The first call loads the compiler library (libMLIR/libLLVM).
@@ -58,6 +65,7 @@ class Client {
   std::string platform_version_;
   std::vector<Device> devices_;
   int process_index_ = 0;
+  int num_processes_ = 1;
 };
 
 // kiln's own version, "0.1.0".

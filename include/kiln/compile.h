@@ -24,6 +24,8 @@ struct CompileReport {
   std::string key;
   std::string module_name;
   std::string skipped_write;  // why a miss was not stored ("" when it was stored)
+  bool compiled = false;      // this process ran the compiler
+  std::string shared;         // "leader" or "follower" when the compile was shared in a job
   double key_ms = 0;
   double retrieval_ms = 0;
   double compile_ms = 0;

@@ -2,11 +2,11 @@
 // real deployments and an in-process one for single-process tests.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <condition_variable>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -42,7 +42,8 @@ class RedisKeyValueStore : public KeyValueStore {
  public:
   static Result<std::unique_ptr<RedisKeyValueStore>> connect(const RedisAddress& address,
                                                              int64_t timeout_ms);
-  // Connects on first use (and again after a failure), so a server that is down now may serve later.
+  // Connects on first use (and again after a failure), so a server that is down now may serve
+  // later.
   static std::unique_ptr<RedisKeyValueStore> create_lazy(const RedisAddress& address,
                                                          int64_t timeout_ms);
   ~RedisKeyValueStore() override;

@@ -62,10 +62,10 @@ Result<std::optional<std::string>> RemoteCacheStore::get(const std::string& key)
     body = body.substr(kTagSize);
   }
   if (!secret_.empty()) {
-    if (!tagged)
-      return corruption("remote cache entry " + key + " carries no authentication tag");
+    if (!tagged) return corruption("remote cache entry " + key + " carries no authentication tag");
     if (!same_tag(tag, hmac_tag(secret_, key, body)))
-      return corruption("remote cache entry " + key + " failed authentication (tampered, or "
+      return corruption("remote cache entry " + key +
+                        " failed authentication (tampered, or "
                         "written with another secret)");
   }
   return std::optional<std::string>(std::string(body));
@@ -102,8 +102,8 @@ bool TieredCacheStore::remote_available() {
 void TieredCacheStore::remote_failed(const Status& status, const std::string& what) {
   bool timeout = is_timeout(status);
   local_->count(timeout ? "remote_timeouts" : "remote_errors");
-  std::string message = "remote compilation cache " + remote_->describe() + ": " + what + " failed (" +
-                        status.message() + "); compiling locally";
+  std::string message = "remote compilation cache " + remote_->describe() + ": " + what +
+                        " failed (" + status.message() + "); compiling locally";
   std::lock_guard<std::mutex> lock(mutex_);
   if (++consecutive_failures_ >= 3) {
     skip_until_micros_ = env_->now_micros() + 30 * 1000000LL;

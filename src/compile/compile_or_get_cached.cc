@@ -11,6 +11,7 @@
 #include "core/digest.h"
 #include "kiln/compile.h"
 #include "kiln/config.h"
+#include "kiln/distributed.h"
 #include "kiln/kv_store.h"
 #include "kiln/logging.h"
 #include "kiln/monitoring.h"
@@ -220,6 +221,65 @@ Result<std::shared_ptr<Executable>> compile_uncached(const Client& client,
 
 std::string error_type(const Status& s) { return status_code_name(s.code()); }
 
+struct SharePlan {
+  bool active = false;
+  bool leader = false;
+  int leader_process = 0;
+  std::shared_ptr<const distributed::JobContext> job;
+};
+
+// Sharing applies when KILN_SHARE_BINARY_BETWEEN_HOSTS is on, a job is initialised and the
+// compile's devices span several processes. The leader owns the lowest-id device.
+SharePlan plan_sharing(const Client& client, const CompileOptions& options) {
+  SharePlan plan;
+  plan.job = distributed::context();
+  if (!plan.job || !config::get_bool("KILN_SHARE_BINARY_BETWEEN_HOSTS")) return plan;
+  std::map<int, int> owner;  // device id → process
+  for (const Device& d : client.devices()) owner[d.id] = d.process_index;
+  std::set<int> ids;
+  for (const auto& row : options.device_assignment)
+    for (int id : row) ids.insert(id);
+  if (ids.empty())
+    for (const auto& [id, process] : owner) ids.insert(id);
+  std::set<int> processes;
+  for (int id : ids) processes.insert(owner.count(id) ? owner[id] : 0);
+  if (processes.size() < 2) return plan;
+  plan.active = true;
+  plan.leader_process = owner.count(*ids.begin()) ? owner[*ids.begin()] : 0;
+  plan.leader = client.process_index() == plan.leader_process;
+  return plan;
+}
+
+// The leader publishes the compressed executable, or its compile error so followers fail fast.
+void publish_to_followers(const SharePlan& plan, const CacheKey& key,
+                          const Result<std::shared_ptr<Executable>>& compiled) {
+  std::string value = compiled.ok() ? "X" + zstd_compress((*compiled)->serialize())
+                                    : "E" + compiled.status().message();
+  Status s = plan.job->kv->set(plan.job->key("share:" + key.key), value);
+  if (!s.ok())
+    log::warning("could not share the executable of '" + key.module_name +
+                 "' with the job: " + s.message());
+}
+
+Result<std::shared_ptr<Executable>> wait_for_leader(const SharePlan& plan, const CacheKey& key) {
+  int64_t timeout_ms = config::get_int("KILN_SHARE_BINARY_BETWEEN_HOSTS_TIMEOUT_MS");
+  std::string leader = "process " + std::to_string(plan.leader_process) + " (the leader)";
+  auto value = plan.job->kv->blocking_get(plan.job->key("share:" + key.key), timeout_ms);
+  if (!value.ok()) {
+    return Status(StatusCode::kInternal,
+                  "timed out after " + std::to_string(timeout_ms) + " ms waiting for " + leader +
+                      " to share the executable of '" + key.module_name + "' with key '" + key.key +
+                      "' (" + value.status().message() + ")");
+  }
+  if (value->empty() || (*value)[0] == 'E') {
+    return compile_error(leader + " failed to compile '" + key.module_name +
+                         "': " + (value->empty() ? "" : value->substr(1)));
+  }
+  KILN_ASSIGN_OR_RETURN(std::string bytes,
+                        zstd_decompress(std::string_view(*value).substr(1), size_t{4} << 30));
+  return Executable::deserialize(bytes);
+}
+
 }  // namespace
 
 CompileOptions resolve_compile_options(const CompileOptions& options) {
@@ -329,6 +389,7 @@ Result<std::shared_ptr<Executable>> compile_or_get_cached(const Client& client,
         monitoring::record_event("task_disabled_cache");
       }
     }
+    report.compiled = true;
     return compile_uncached(client, source, options, &report.compile_ms);
   }
 
@@ -337,6 +398,7 @@ Result<std::shared_ptr<Executable>> compile_or_get_cached(const Client& client,
     log::warning("the persistent compilation cache is unavailable (" + store_or.status().message() +
                  "); compiling without it");
     if (raise_errors) return store_or.status();
+    report.compiled = true;
     return compile_uncached(client, source, options, &report.compile_ms);
   }
   CacheStore* store = *store_or;
@@ -348,6 +410,7 @@ Result<std::shared_ptr<Executable>> compile_or_get_cached(const Client& client,
     // A module that does not parse fails in the compiler with the user-facing diagnostics.
     if (key_or.status().code() != StatusCode::kInvalidArgument)
       log::error("cannot compute the compilation cache key: " + key_or.status().to_string());
+    report.compiled = true;
     return compile_uncached(client, source, options, &report.compile_ms);
   }
   const CacheKey& key = *key_or;
@@ -438,9 +501,25 @@ Result<std::shared_ptr<Executable>> compile_or_get_cached(const Client& client,
   explain ? log::warning(miss) : log::debug(miss);
   monitoring::record_event("cache_misses");
   store->count("misses");
+
+  // Several processes: the leader (owner of the lowest-id device) compiles and shares.
+  SharePlan share = plan_sharing(client, options);
+  if (share.active && !share.leader) {
+    report.shared = "follower";
+    KILN_ASSIGN_OR_RETURN(std::shared_ptr<Executable> shared_exe, wait_for_leader(share, key));
+    std::lock_guard<std::mutex> l(s.mutex);
+    memory_put(s, key.key, shared_exe);
+    return shared_exe;
+  }
   if (log_compiles) log::warning("Compiling '" + module + "'");
-  KILN_ASSIGN_OR_RETURN(std::shared_ptr<Executable> exe,
-                        compile_uncached(client, source, options, &report.compile_ms));
+  auto compiled = compile_uncached(client, source, options, &report.compile_ms);
+  report.compiled = true;
+  if (share.active) {
+    report.shared = "leader";
+    publish_to_followers(share, key, compiled);
+  }
+  if (!compiled.ok()) return compiled.status();
+  std::shared_ptr<Executable> exe = std::move(compiled).value();
 
   if (check_contents && stored) {
     auto previous = Executable::deserialize(stored->payload);
@@ -461,7 +540,9 @@ Result<std::shared_ptr<Executable>> compile_or_get_cached(const Client& client,
   int64_t writer = config::get_int("KILN_CACHE_WRITER");
   double min_compile_secs = config::get_double("KILN_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS");
   int64_t min_size = config::get_int("KILN_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES");
-  if (client.process_index() != writer) {
+  // kiln improves on the seed: a leader that is not the writer process still persists what only it
+  // compiled.
+  if (client.process_index() != writer && report.shared != "leader") {
     skip("process " + std::to_string(client.process_index()) + " is not the cache writer (" +
              std::to_string(writer) + ")",
          "not_writer");

@@ -45,6 +45,10 @@ const std::vector<FlagInfo>& flag_table() {
       {"KILN_REMOTE_CACHE_SECRET", "", "HMAC secret every remote entry must be signed with", false},
       {"KILN_REMOTE_CACHE_TIMEOUT_MS", "500", "per-request timeout of the remote cache", false},
       {"KILN_REMOTE_CACHE_READ_ONLY", "false", "never write to the remote cache", false},
+      {"KILN_SHARE_BINARY_BETWEEN_HOSTS", "false",
+       "in a multi-process job, the leader compiles and the others load its executable", false},
+      {"KILN_SHARE_BINARY_BETWEEN_HOSTS_TIMEOUT_MS", "1200000",
+       "how long followers wait for the leader's executable", false},
   };
   return flags;
 }

@@ -33,10 +33,12 @@ std::string RedisAddress::to_string() const {
 }
 
 Result<RedisAddress> parse_redis_url(const std::string& url) {
-  static const std::regex pattern(R"(redis://(?:([^:@/]*)(?::([^@/]*))?@)?([^:/]+)(?::(\d+))?(?:/(\d+))?/?)");
+  static const std::regex pattern(
+      R"(redis://(?:([^:@/]*)(?::([^@/]*))?@)?([^:/]+)(?::(\d+))?(?:/(\d+))?/?)");
   std::smatch m;
   if (!std::regex_match(url, m, pattern))
-    return invalid_argument("'" + url + "' is not a Redis URL: use redis://[user:password@]host:port[/db]");
+    return invalid_argument("'" + url +
+                            "' is not a Redis URL: use redis://[user:password@]host:port[/db]");
   RedisAddress a;
   if (m[2].matched) {
     a.user = m[1].str();
@@ -90,9 +92,10 @@ Status RedisKeyValueStore::ensure_connected_locked() {
   Status s;
   if (!address_.password.empty()) {
     s = address_.user.empty()
-            ? command(static_cast<redisReply*>(redisCommand(c, "AUTH %s", address_.password.c_str())))
-            : command(static_cast<redisReply*>(redisCommand(c, "AUTH %s %s", address_.user.c_str(),
-                                                            address_.password.c_str())));
+            ? command(
+                  static_cast<redisReply*>(redisCommand(c, "AUTH %s", address_.password.c_str())))
+            : command(static_cast<redisReply*>(
+                  redisCommand(c, "AUTH %s %s", address_.user.c_str(), address_.password.c_str())));
   }
   if (s.ok() && address_.db != 0)
     s = command(static_cast<redisReply*>(redisCommand(c, "SELECT %d", address_.db)));
@@ -170,7 +173,8 @@ Result<std::optional<std::string>> InProcessKeyValueStore::get(const std::string
   return std::optional<std::string>(it->second);
 }
 
-Result<std::string> InProcessKeyValueStore::blocking_get(const std::string& key, int64_t timeout_ms) {
+Result<std::string> InProcessKeyValueStore::blocking_get(const std::string& key,
+                                                         int64_t timeout_ms) {
   std::unique_lock<std::mutex> lock(mutex_);
   bool found = changed_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
                                  [&] { return values_.count(key) > 0; });

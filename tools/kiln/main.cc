@@ -14,6 +14,7 @@
 #include "kiln/client.h"
 #include "kiln/compile.h"
 #include "kiln/config.h"
+#include "kiln/distributed.h"
 #include "kiln/file.h"
 #include "kiln/npy.h"
 
@@ -43,7 +44,24 @@ struct RunArgs {
   int repeat = 1;
   bool json = false;
   bool no_cache = false;
+  std::string coordinator;  // a job of several processes (or $KILN_COORDINATOR)
+  int num_processes = 0;
+  int process_id = -1;
+  std::string job;
 };
+
+// The client for this process: alone, or one process of a job coordinated through Redis.
+kiln::Result<std::unique_ptr<kiln::Client>> make_client(const RunArgs& args) {
+  if (!args.coordinator.empty()) {
+    KILN_RETURN_IF_ERROR(kiln::distributed::initialize(
+        args.coordinator, std::max(1, args.num_processes), std::max(0, args.process_id), args.job));
+  } else {
+    KILN_RETURN_IF_ERROR(kiln::distributed::initialize_from_environment());
+  }
+  auto job = kiln::distributed::context();
+  if (!job) return kiln::Client::create_cpu();
+  return kiln::Client::create_cpu_for_job(0, job->process_id, job->num_processes);
+}
 
 kiln::Result<kiln::CompileOptions> compile_options(const std::string& effort,
                                                    const std::vector<std::string>& disabled) {
@@ -123,7 +141,7 @@ std::string summarize(const kiln::Buffer& b) {
 }
 
 int run_command(const RunArgs& args) {
-  auto client = kiln::Client::create_cpu();
+  auto client = make_client(args);
   if (!client.ok()) return fail(client.status());
   auto options = compile_options(args.effort, args.disabled_passes);
   if (!options.ok()) return fail(options.status());
@@ -172,13 +190,16 @@ int run_command(const RunArgs& args) {
   std::fflush(stdout);
   if (runner_mode) return 0;  // print exactly what the program printed, like mlir-runner
   const auto& t = (*exe)->info().timings;
-  bool compiled_now = !loaded_compiled && report.cache != "hit";
+  bool compiled_now = !loaded_compiled && report.compiled;
   if (args.json) {
     nlohmann::json out;
     out["cache"] = loaded_compiled ? "off" : report.cache;
     out["key"] = report.key;
     out["module"] = (*exe)->info().module_name;
     out["entry"] = ep.name;
+    out["compiled"] = compiled_now;
+    out["shared"] = report.shared;
+    out["process"] = (*client)->process_index();
     out["timings_ms"] = {{"key", report.key_ms},
                          {"retrieval", report.retrieval_ms},
                          {"compile", report.compile_ms},
@@ -277,6 +298,11 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--repeat", run.repeat, "run the entry this many times");
   run_cmd->add_flag("--json", run.json, "print one JSON object instead of the summary");
   run_cmd->add_flag("--no-cache", run.no_cache, "compile without the persistent cache");
+  run_cmd->add_option("--coordinator", run.coordinator,
+                      "redis://host:port of the job's coordinator (or $KILN_COORDINATOR)");
+  run_cmd->add_option("--num-processes", run.num_processes, "processes in the job");
+  run_cmd->add_option("--process-id", run.process_id, "this process's id in the job");
+  run_cmd->add_option("--job", run.job, "job id: namespaces the job's keys");
 
   std::string compile_file, compile_output, compile_effort = "UNKNOWN";
   std::vector<std::string> compile_disabled;

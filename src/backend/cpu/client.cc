@@ -120,6 +120,27 @@ Result<CanonicalModule> Client::canonicalize(const ModuleSource& source,
   return compiler->canonicalize(source, keep_locations);
 }
 
+Result<std::unique_ptr<Client>> Client::create_cpu_for_job(int device_count, int process_index,
+                                                           int num_processes) {
+  if (num_processes < 1 || process_index < 0 || process_index >= num_processes)
+    return invalid_argument("process id " + std::to_string(process_index) + " is not in a job of " +
+                            std::to_string(num_processes) + " processes");
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, create_cpu(device_count, process_index));
+  int local = static_cast<int>(client->devices_.size());
+  client->devices_.clear();
+  for (int p = 0; p < num_processes; ++p)
+    for (int d = 0; d < local; ++d) client->devices_.push_back(Device{p * local + d, p, "cpu"});
+  client->num_processes_ = num_processes;
+  return client;
+}
+
+std::vector<Device> Client::local_devices() const {
+  std::vector<Device> out;
+  for (const Device& d : devices_)
+    if (d.process_index == process_index_) out.push_back(d);
+  return out;
+}
+
 Result<std::shared_ptr<Executable>> Client::compile(const ModuleSource& source,
                                                     const CompileOptions& options) const {
   KILN_ASSIGN_OR_RETURN(cpu::ModuleCompiler * compiler, module_compiler());

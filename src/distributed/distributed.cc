@@ -1,0 +1,78 @@
+#include "kiln/distributed.h"
+
+#include <cstdlib>
+#include <mutex>
+
+namespace kiln::distributed {
+namespace {
+
+std::mutex& mutex() {
+  static std::mutex m;
+  return m;
+}
+std::shared_ptr<const JobContext>& current() {
+  static std::shared_ptr<const JobContext> c;
+  return c;
+}
+
+Result<int> parse_int_env(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  long n = std::strtol(v, &end, 10);
+  if (*end != '\0') return invalid_argument(std::string(name) + "='" + v + "' is not a number");
+  return static_cast<int>(n);
+}
+
+}  // namespace
+
+Status initialize(const std::string& coordinator, int num_processes, int process_id,
+                  const std::string& job) {
+  if (num_processes < 1 || process_id < 0 || process_id >= num_processes)
+    return invalid_argument("process id " + std::to_string(process_id) + " is not in a job of " +
+                            std::to_string(num_processes) + " processes");
+  KILN_ASSIGN_OR_RETURN(RedisAddress address, parse_redis_url(coordinator));
+  KILN_ASSIGN_OR_RETURN(auto kv, RedisKeyValueStore::connect(address, 5000));
+  auto ctx = std::make_shared<JobContext>();
+  ctx->coordinator = coordinator;
+  ctx->num_processes = num_processes;
+  ctx->process_id = process_id;
+  ctx->job = job.empty() ? "default" : job;
+  ctx->kv = std::move(kv);
+  std::lock_guard<std::mutex> lock(mutex());
+  current() = ctx;
+  return Status();
+}
+
+Status initialize_from_environment() {
+  const char* coordinator = std::getenv("KILN_COORDINATOR");
+  if (coordinator == nullptr || *coordinator == '\0') return Status();
+  KILN_ASSIGN_OR_RETURN(int n, parse_int_env("KILN_NUM_PROCESSES", 1));
+  KILN_ASSIGN_OR_RETURN(int id, parse_int_env("KILN_PROCESS_ID", 0));
+  const char* job = std::getenv("KILN_JOB_ID");
+  return initialize(coordinator, n, id, job ? job : "");
+}
+
+void initialize_with_store(std::shared_ptr<KeyValueStore> kv, int num_processes, int process_id,
+                           const std::string& job) {
+  auto ctx = std::make_shared<JobContext>();
+  ctx->coordinator = "in-process";
+  ctx->num_processes = num_processes;
+  ctx->process_id = process_id;
+  ctx->job = job.empty() ? "default" : job;
+  ctx->kv = std::move(kv);
+  std::lock_guard<std::mutex> lock(mutex());
+  current() = ctx;
+}
+
+std::shared_ptr<const JobContext> context() {
+  std::lock_guard<std::mutex> lock(mutex());
+  return current();
+}
+
+void shutdown() {
+  std::lock_guard<std::mutex> lock(mutex());
+  current().reset();
+}
+
+}  // namespace kiln::distributed

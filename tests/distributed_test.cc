@@ -1,0 +1,137 @@
+// Several real `kiln run` processes of one job, coordinated through a real redis-server.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "kiln/file.h"
+#include "redis_fixture.h"
+#include "test_support.h"
+
+namespace kiln::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct JobProcess {
+  pid_t pid = -1;
+  std::string out_path, err_path;
+};
+
+class DistributedTest : public ::testing::Test {
+ protected:
+  JobProcess start(int id, int n, const std::string& job, const std::string& program,
+                   std::vector<std::string> extra = {}) {
+    JobProcess p;
+    p.out_path = work_.file(job + "-" + std::to_string(id) + ".out");
+    p.err_path = work_.file(job + "-" + std::to_string(id) + ".err");
+    std::vector<std::string> argv = {kiln_binary(), "--cache-dir",
+                                     work_.file(job + "-cache" + std::to_string(id)), "--set",
+                                     "KILN_SHARE_BINARY_BETWEEN_HOSTS=true"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    std::vector<std::string> run = {"run",
+                                    program,
+                                    "--json",
+                                    "--fill",
+                                    "ones",
+                                    "--coordinator",
+                                    server_.url(),
+                                    "--num-processes",
+                                    std::to_string(n),
+                                    "--process-id",
+                                    std::to_string(id),
+                                    "--job",
+                                    job,
+                                    "--output",
+                                    work_.file(job + "-" + std::to_string(id) + ".npy")};
+    argv.insert(argv.end(), run.begin(), run.end());
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, p.out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0600);
+    posix_spawn_file_actions_addopen(&actions, 2, p.err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0600);
+    posix_spawn(&p.pid, args[0], &actions, nullptr, args.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    return p;
+  }
+  int wait(const JobProcess& p) {
+    int status = 0;
+    waitpid(p.pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  std::string mlp() { return program_path("../../examples/mlp.mlir"); }
+
+  RedisServer server_;
+  TempDir work_;
+};
+
+TEST_F(DistributedTest, EightProcessesCompileOnceAndASecondJobIsAllHitsFromTheRemoteCache) {
+  std::vector<std::string> remote = {"--set", "KILN_REMOTE_CACHE=" + server_.url()};
+  std::vector<JobProcess> procs;
+  for (int i = 0; i < 8; ++i) procs.push_back(start(i, 8, "job1", mlp(), remote));
+  int compiles = 0;
+  std::string first_output;
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_EQ(wait(procs[i]), 0) << *read_file(procs[i].err_path);
+    auto j = nlohmann::json::parse(*read_file(procs[i].out_path));
+    compiles += j["compiled"].get<bool>() ? 1 : 0;
+    EXPECT_EQ(j["shared"], i == 0 ? "leader" : "follower");
+    std::string output = *read_file(work_.file("job1-" + std::to_string(i) + ".npy"));
+    if (i == 0) first_output = output;
+    EXPECT_EQ(output, first_output) << "process " << i;
+  }
+  EXPECT_EQ(compiles, 1);
+
+  procs.clear();
+  for (int i = 0; i < 8; ++i) procs.push_back(start(i, 8, "job2", mlp(), remote));
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_EQ(wait(procs[i]), 0) << *read_file(procs[i].err_path);
+    auto j = nlohmann::json::parse(*read_file(procs[i].out_path));
+    EXPECT_EQ(j["cache"], "hit") << "process " << i;
+    EXPECT_FALSE(j["compiled"].get<bool>());
+  }
+}
+
+TEST_F(DistributedTest, FollowersOfAMissingLeaderFailWithinTheTimeoutNamingLeaderModuleAndKey) {
+  std::vector<std::string> timeout = {"--set", "KILN_SHARE_BINARY_BETWEEN_HOSTS_TIMEOUT_MS=1500"};
+  std::vector<JobProcess> followers;
+  auto start_time = std::chrono::steady_clock::now();
+  for (int i = 1; i < 4; ++i) followers.push_back(start(i, 4, "orphans", mlp(), timeout));
+  for (const auto& f : followers) {
+    EXPECT_EQ(wait(f), 1);
+    std::string err = *read_file(f.err_path);
+    EXPECT_THAT(err, HasSubstr("timed out after 1500 ms waiting for process 0 (the leader)"));
+    EXPECT_THAT(err, HasSubstr("'mlp' with key 'mlp-"));
+  }
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time).count();
+  EXPECT_LT(seconds, 20);
+}
+
+TEST_F(DistributedTest, ALeaderCompileErrorMakesFollowersFailFastWithTheSameMessage) {
+  std::string bad = program_path("bad/unsupported_op.mlir");
+  auto start_time = std::chrono::steady_clock::now();
+  std::vector<JobProcess> procs;
+  for (int i = 0; i < 4; ++i) procs.push_back(start(i, 4, "broken", bad));
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(wait(procs[i]), 1);
+    std::string err = *read_file(procs[i].err_path);
+    EXPECT_THAT(err, HasSubstr("failed to legalize operation 'tosa.custom'"));
+    if (i > 0) {
+      EXPECT_THAT(err, HasSubstr("process 0 (the leader) failed to compile"));
+    }
+  }
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time).count();
+  EXPECT_LT(seconds, 60);  // far below the default 20-minute wait
+}
+
+}  // namespace
+}  // namespace kiln::testing
