@@ -234,6 +234,9 @@ int run_command(const RunArgs& args) {
     std::printf("cache: hit%s, key %s (%.2f ms key, %.2f ms retrieval)\n",
                 report.from_memory ? " (memory)" : "", report.key.c_str(), report.key_ms,
                 report.retrieval_ms);
+  } else if (report.shared == "follower") {
+    std::printf("cache: miss, key %s; loaded the executable the job's leader compiled\n",
+                report.key.c_str());
   } else {
     std::printf(
         "cache: %s%s%s\n", report.cache.c_str(),
