@@ -1,4 +1,6 @@
 // Several real `kiln run` processes of one job, coordinated through a real redis-server.
+#include "kiln/distributed.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <spawn.h>
@@ -6,7 +8,9 @@
 
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <thread>
 
+#include "kiln/compile.h"
 #include "kiln/file.h"
 #include "redis_fixture.h"
 #include "test_support.h"
@@ -131,6 +135,35 @@ TEST_F(DistributedTest, ALeaderCompileErrorMakesFollowersFailFastWithTheSameMess
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time).count();
   EXPECT_LT(seconds, 60);  // far below the default 20-minute wait
+}
+
+}  // namespace
+}  // namespace kiln::testing
+
+namespace kiln::testing {
+namespace {
+
+// Two "processes" of one job as two clients in one test process, sharing an in-process store.
+TEST(FdoProfileSharingTest, EveryProcessGetsTheLeadersProfile) {
+  auto kv = std::make_shared<InProcessKeyValueStore>();
+  distributed::initialize_with_store(kv, 2, 0, "fdo-test");
+  auto leader = Client::create_cpu_for_job(1, 0, 2);
+  auto follower = Client::create_cpu_for_job(1, 1, 2);
+  ASSERT_TRUE(leader.ok() && follower.ok());
+  EXPECT_EQ((*leader)->devices().size(), 2u);
+  EXPECT_EQ((*follower)->devices()[1].process_index, 1);
+  auto key = compute_cache_key(**leader, ModuleSource{"module @m {}", "<t>"}, {}, nullptr);
+  ASSERT_TRUE(key.ok()) << key.status().to_string();
+  Result<std::string> from_follower = std::string();
+  std::thread follower_thread(
+      [&] { from_follower = sync_fdo_profile(**follower, {}, *key, "follower's own profile"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto from_leader = sync_fdo_profile(**leader, {}, *key, "leader's profile");
+  follower_thread.join();
+  distributed::shutdown();
+  ASSERT_TRUE(from_leader.ok() && from_follower.ok());
+  EXPECT_EQ(*from_leader, "leader's profile");
+  EXPECT_EQ(*from_follower, "leader's profile");
 }
 
 }  // namespace

@@ -230,10 +230,12 @@ struct SharePlan {
 
 // Sharing applies when KILN_SHARE_BINARY_BETWEEN_HOSTS is on, a job is initialised and the
 // compile's devices span several processes. The leader owns the lowest-id device.
-SharePlan plan_sharing(const Client& client, const CompileOptions& options) {
+SharePlan plan_sharing(const Client& client, const CompileOptions& options,
+                       bool require_flag = true) {
   SharePlan plan;
   plan.job = distributed::context();
-  if (!plan.job || !config::get_bool("KILN_SHARE_BINARY_BETWEEN_HOSTS")) return plan;
+  if (!plan.job || (require_flag && !config::get_bool("KILN_SHARE_BINARY_BETWEEN_HOSTS")))
+    return plan;
   std::map<int, int> owner;  // device id → process
   for (const Device& d : client.devices()) owner[d.id] = d.process_index;
   std::set<int> ids;
@@ -583,6 +585,26 @@ Result<std::shared_ptr<Executable>> compile_or_get_cached(const Client& client,
   std::lock_guard<std::mutex> l(s.mutex);
   memory_put(s, key.key, exe);
   return exe;
+}
+
+Result<std::string> sync_fdo_profile(const Client& client, const CompileOptions& options,
+                                     const CacheKey& empty_profile_key, std::string profile) {
+  SharePlan plan = plan_sharing(client, options, /*require_flag=*/false);
+  if (!plan.active) return profile;
+  std::string sync_key = plan.job->key("fdo:" + empty_profile_key.key + "_fdo_sync");
+  if (plan.leader) {
+    KILN_RETURN_IF_ERROR(plan.job->kv->set(sync_key, profile));
+    return profile;
+  }
+  int64_t timeout_ms = config::get_int("KILN_SHARE_BINARY_BETWEEN_HOSTS_TIMEOUT_MS");
+  auto shared = plan.job->kv->blocking_get(sync_key, timeout_ms);
+  if (!shared.ok()) {
+    return Status(StatusCode::kInternal,
+                  "timed out after " + std::to_string(timeout_ms) + " ms waiting for process " +
+                      std::to_string(plan.leader_process) + " (the leader) to share the FDO " +
+                      "profile of '" + empty_profile_key.module_name + "'");
+  }
+  return std::move(*shared);
 }
 
 int register_compile_error_handler(CompileErrorHandler handler) {
