@@ -3,6 +3,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 
@@ -103,16 +104,25 @@ TEST_F(DistributedTest, EightProcessesCompileOnceAndASecondJobIsAllHitsFromTheRe
   }
 }
 
-TEST_F(DistributedTest, FollowersOfAMissingLeaderFailWithinTheTimeoutNamingLeaderModuleAndKey) {
-  std::vector<std::string> timeout = {"--set", "KILN_SHARE_BINARY_BETWEEN_HOSTS_TIMEOUT_MS=1500"};
-  std::vector<JobProcess> followers;
+TEST_F(DistributedTest, LeaderKilledBeforePublishingFollowersFailWithinTheTimeout) {
+  // A model whose compile takes seconds, so the leader is still compiling when it is killed.
+  std::string model = work_.file("chain.mlir");
+  ProcessResult made =
+      run_process({"python3", std::string(KILN_BENCH_DIR) + "/make_chain_model.py", model, "60"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  std::vector<std::string> timeout = {"--set", "KILN_SHARE_BINARY_BETWEEN_HOSTS_TIMEOUT_MS=2500"};
   auto start_time = std::chrono::steady_clock::now();
-  for (int i = 1; i < 4; ++i) followers.push_back(start(i, 4, "orphans", mlp(), timeout));
+  JobProcess leader = start(0, 4, "killed", model, timeout);
+  std::vector<JobProcess> followers;
+  for (int i = 1; i < 4; ++i) followers.push_back(start(i, 4, "killed", model, timeout));
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  kill(leader.pid, SIGKILL);
+  EXPECT_EQ(wait(leader), 128 + SIGKILL);
   for (const auto& f : followers) {
     EXPECT_EQ(wait(f), 1);
     std::string err = *read_file(f.err_path);
-    EXPECT_THAT(err, HasSubstr("timed out after 1500 ms waiting for process 0 (the leader)"));
-    EXPECT_THAT(err, HasSubstr("'mlp' with key 'mlp-"));
+    EXPECT_THAT(err, HasSubstr("timed out after 2500 ms waiting for process 0 (the leader)"));
+    EXPECT_THAT(err, HasSubstr("'chain60' with key 'chain60-"));
   }
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time).count();
@@ -164,6 +174,13 @@ TEST(FdoProfileSharingTest, EveryProcessGetsTheLeadersProfile) {
   ASSERT_TRUE(from_leader.ok() && from_follower.ok());
   EXPECT_EQ(*from_leader, "leader's profile");
   EXPECT_EQ(*from_follower, "leader's profile");
+  // Both therefore compile under the same key.
+  CompileOptions leader_options, follower_options;
+  leader_options.fdo_profile = *from_leader;
+  follower_options.fdo_profile = *from_follower;
+  ModuleSource m{"module @m {}", "<t>"};
+  EXPECT_EQ(compute_cache_key(**leader, m, leader_options, nullptr)->key,
+            compute_cache_key(**follower, m, follower_options, nullptr)->key);
 }
 
 }  // namespace

@@ -28,7 +28,8 @@ struct ModuleSource {
 
 struct CanonicalModule {
   std::string module_name;  // the module's sym_name, or "module"
-  std::string text;         // deterministic printed form
+  std::string text;         // deterministic canonical bytes (MLIR bytecode)
+  double parse_ms = 0;      // of the time canonicalize took, parsing (and verifying) the input
 };
 
 class Client {

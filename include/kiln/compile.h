@@ -48,8 +48,8 @@ Result<std::shared_ptr<Executable>> compile_or_get_cached(const Client& client,
 
 // FDO profile sharing in a multi-process job (PGLE): every process must compile with the same
 // profile. The leader publishes `profile` under the key of the empty-profile options + "_fdo_sync";
-// the others wait (KILN_SHARE_BINARY_BETWEEN_HOSTS_TIMEOUT_MS) and return the leader's bytes. Without
-// a job (or in a one-process job) returns `profile` unchanged.
+// the others wait (KILN_SHARE_BINARY_BETWEEN_HOSTS_TIMEOUT_MS) and return the leader's bytes.
+// Without a job (or in a one-process job) returns `profile` unchanged.
 Result<std::string> sync_fdo_profile(const Client& client, const CompileOptions& options,
                                      const CacheKey& empty_profile_key, std::string profile);
 

@@ -340,9 +340,9 @@ Result<CacheKey> compute_cache_key(const Client& client, const ModuleSource& sou
   Sha256 module_hash;
   module_hash.update_framed(keep_locations ? "locations kept" : "locations stripped");
   module_hash.update_framed(canonical.text);
-  std::string description = "module '" + canonical.module_name + "', " +
-                            std::to_string(canonical.text.size()) + " canonical bytes, locations " +
-                            (keep_locations ? "kept" : "stripped");
+  std::string description =
+      "module '" + canonical.module_name + "', " + std::to_string(canonical.text.size()) +
+      " canonical bytecode bytes, locations " + (keep_locations ? "kept" : "stripped");
   std::vector<KeyComponent> components{{"module", description, module_hash.hex()}};
   components.insert(components.end(), rest.begin(), rest.end());
   CacheKey key = assemble_key(canonical.module_name, std::move(components));

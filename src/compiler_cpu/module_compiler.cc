@@ -30,6 +30,7 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
+#include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Transform/IR/TransformOps.h"
@@ -263,6 +264,7 @@ class MlirModuleCompiler : public ModuleCompiler {
     std::string diagnostics;
     llvm::raw_string_ostream diagnostic_stream(diagnostics);
     mlir::SourceMgrDiagnosticHandler handler(source_mgr, &context, diagnostic_stream);
+    auto start = Clock::now();
     mlir::OwningOpRef<mlir::ModuleOp> module =
         mlir::parseSourceFile<mlir::ModuleOp>(source_mgr, mlir::ParserConfig(&context));
     if (!module) {
@@ -270,14 +272,23 @@ class MlirModuleCompiler : public ModuleCompiler {
                                                   : diagnostics);
     }
     CanonicalModule out;
+    out.parse_ms = elapsed_ms(start);
     out.module_name = module->getSymName() ? module->getSymName()->str() : "module";
-    // The generic form with sorted attribute dictionaries and numbered values does not depend on
-    // the input's spelling; locations are printed only when they are part of the key.
-    mlir::OpPrintingFlags flags;
-    flags.printGenericOpForm();
-    if (keep_locations) flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+    // MLIR bytecode of the parsed module: independent of the input's spelling, comments and
+    // layout, deterministic, and cheaper to produce than printed text. Debug locations are
+    // replaced by unknown ones unless they are part of the key.
+    if (!keep_locations) {
+      mlir::Location unknown = mlir::UnknownLoc::get(&context);
+      module->walk([&](mlir::Operation* op) {
+        op->setLoc(unknown);
+        for (mlir::Region& region : op->getRegions())
+          for (mlir::Block& block : region)
+            for (mlir::BlockArgument arg : block.getArguments()) arg.setLoc(unknown);
+      });
+    }
     llvm::raw_string_ostream os(out.text);
-    module->print(os, flags);
+    if (mlir::failed(mlir::writeBytecodeToFile(*module, os)))
+      return internal_error("cannot write the canonical form of " + source.name);
     return out;
   }
 
