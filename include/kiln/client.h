@@ -54,6 +54,8 @@ class Client {
   // Compiles `source` with `options`. The first call loads the compiler library (libMLIR/libLLVM).
   Result<std::shared_ptr<Executable>> compile(const ModuleSource& source,
                                               const CompileOptions& options) const;
+  // The device of each replica for `options` (validated: partitions, assignment, device ids).
+  Result<std::vector<int>> replica_devices(const CompileOptions& options) const;
   // Parses and prints `source` canonically (loads the compiler library).
   Result<CanonicalModule> canonicalize(const ModuleSource& source, bool keep_locations) const;
   std::string serialize(const Executable& executable) const { return executable.serialize(); }

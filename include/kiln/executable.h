@@ -41,6 +41,15 @@ struct ExecutableInfo {
   std::string target_cpu;        // LLVM's name of the CPU the code was generated for
   std::string target_features;   // LLVM feature string used for code generation
   CompileTimings timings;
+  int num_replicas = 1;
+  // Device id of each replica (one partition each on the CPU backend).
+  std::vector<int> replica_devices = {0};
+};
+
+// One replica's results, and the device it ran on.
+struct ReplicaResult {
+  int device = 0;
+  std::vector<Buffer> outputs;
 };
 
 class Executable {
@@ -76,6 +85,10 @@ class Executable {
   // Inputs may be written to by memref-level programs, as they would be under mlir-runner.
   Result<std::vector<Buffer>> execute(const std::string& entry,
                                       const std::vector<Buffer>& inputs) const;
+  // Runs every replica on its own inputs (`inputs_per_replica[r]`), concurrently, each on its
+  // assigned device; results come back in replica order.
+  Result<std::vector<ReplicaResult>> execute_replicated(
+      const std::string& entry, const std::vector<std::vector<Buffer>>& inputs_per_replica) const;
 
  private:
   Executable() = default;

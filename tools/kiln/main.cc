@@ -48,6 +48,7 @@ struct RunArgs {
   int num_processes = 0;
   int process_id = -1;
   std::string job;
+  int replicas = 1;
 };
 
 // The client for this process: alone, or one process of a job coordinated through Redis.
@@ -140,11 +141,42 @@ std::string summarize(const kiln::Buffer& b) {
   return os.str();
 }
 
+// Every replica on its own inputs and device; results printed (and written) replica by replica.
+int run_replicas(const kiln::Executable& exe, const kiln::EntryPoint& ep,
+                 const std::vector<std::vector<kiln::Buffer>>& input_sets, const RunArgs& args) {
+  auto start = Clock::now();
+  auto results = exe.execute_replicated(ep.name, input_sets);
+  double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  if (!results.ok()) return fail(results.status());
+  size_t expected_outputs = results->size() * ep.outputs.size();
+  if (!args.outputs.empty() && args.outputs.size() != expected_outputs) {
+    return fail(kiln::invalid_argument(
+        std::to_string(args.outputs.size()) + " --output file(s) given; " +
+        std::to_string(results->size()) + " replicas of '" + ep.name + "' make " +
+        std::to_string(expected_outputs) + " results (replica by replica)"));
+  }
+  for (size_t r = 0; r < results->size(); ++r) {
+    const auto& replica = (*results)[r];
+    for (size_t i = 0; i < replica.outputs.size(); ++i) {
+      std::cout << "replica " << r << " (device " << replica.device << ") result " << i << ": "
+                << summarize(replica.outputs[i]) << "\n";
+      if (!args.outputs.empty()) {
+        kiln::Status s =
+            kiln::write_npy(args.outputs[r * ep.outputs.size() + i], replica.outputs[i]);
+        if (!s.ok()) return fail(s);
+      }
+    }
+  }
+  std::printf("time: %zu replicas ran concurrently in %.3f ms\n", results->size(), ms);
+  return 0;
+}
+
 int run_command(const RunArgs& args) {
   auto client = make_client(args);
   if (!client.ok()) return fail(client.status());
   auto options = compile_options(args.effort, args.disabled_passes);
   if (!options.ok()) return fail(options.status());
+  options->num_replicas = std::max(1, args.replicas);
   if (args.no_cache) (void)kiln::config::set("KILN_ENABLE_COMPILATION_CACHE", "false");
   bool loaded_compiled = false;
   kiln::CompileReport report;
@@ -156,26 +188,40 @@ int run_command(const RunArgs& args) {
   bool runner_mode = args.entry_point_result == "void";
   if (!args.entry_point_result.empty() && !runner_mode)
     return fail(kiln::invalid_argument("--entry-point-result supports only 'void'"));
-  if (args.inputs.size() > ep.inputs.size()) {
-    return fail(kiln::invalid_argument(std::to_string(args.inputs.size()) +
-                                       " --input file(s) given but '" + ep.name + "' takes " +
-                                       std::to_string(ep.inputs.size()) + " argument(s)"));
+  // Inputs: one file per argument (shared by every replica), or one per argument per replica.
+  int replicas = (*exe)->info().num_replicas;
+  size_t per_set = ep.inputs.size();
+  bool per_replica_files = replicas > 1 && per_set > 0 && args.inputs.size() == per_set * replicas;
+  if (args.inputs.size() > per_set && !per_replica_files) {
+    return fail(kiln::invalid_argument(
+        std::to_string(args.inputs.size()) + " --input file(s) given but '" + ep.name + "' takes " +
+        std::to_string(per_set) + " argument(s)" +
+        (replicas > 1 ? " (or " + std::to_string(per_set * replicas) + " for " +
+                            std::to_string(replicas) + " replicas, replica by replica)"
+                      : "")));
   }
-  std::vector<kiln::Buffer> inputs;
+  std::vector<std::vector<kiln::Buffer>> input_sets;
   std::mt19937 rng(42);
-  for (size_t i = 0; i < ep.inputs.size(); ++i) {
-    if (i < args.inputs.size()) {
-      auto b = kiln::read_npy(args.inputs[i]);
-      if (!b.ok()) return fail(b.status());
-      inputs.push_back(*b);
-    } else if (ep.inputs[i].is_static()) {
-      inputs.push_back(filled_buffer(ep.inputs[i], args.fill, rng));
-    } else {
-      return fail(kiln::invalid_argument("argument " + std::to_string(i) + " of '" + ep.name +
-                                         "' has a dynamic shape " + ep.inputs[i].to_string() +
-                                         "; pass it with --input FILE.npy"));
+  for (int r = 0; r < replicas; ++r) {
+    std::vector<kiln::Buffer> inputs;
+    for (size_t i = 0; i < per_set; ++i) {
+      size_t file = per_replica_files ? r * per_set + i : i;
+      if (file < args.inputs.size()) {
+        auto b = kiln::read_npy(args.inputs[file]);
+        if (!b.ok()) return fail(b.status());
+        inputs.push_back(*b);
+      } else if (ep.inputs[i].is_static()) {
+        inputs.push_back(filled_buffer(ep.inputs[i], args.fill, rng));
+      } else {
+        return fail(kiln::invalid_argument("argument " + std::to_string(i) + " of '" + ep.name +
+                                           "' has a dynamic shape " + ep.inputs[i].to_string() +
+                                           "; pass it with --input FILE.npy"));
+      }
     }
+    input_sets.push_back(std::move(inputs));
   }
+  if (replicas > 1) return run_replicas(**exe, ep, input_sets, args);
+  const std::vector<kiln::Buffer>& inputs = input_sets[0];
   std::vector<kiln::Buffer> results;
   double first_run_ms = 0, best_run_ms = 1e300;
   for (int r = 0; r < std::max(1, args.repeat); ++r) {
@@ -306,6 +352,8 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--num-processes", run.num_processes, "processes in the job");
   run_cmd->add_option("--process-id", run.process_id, "this process's id in the job");
   run_cmd->add_option("--job", run.job, "job id: namespaces the job's keys");
+  run_cmd->add_option("--replicas", run.replicas,
+                      "run R replicas, one per device (KILN_CPU_DEVICE_COUNT >= R)");
 
   std::string compile_file, compile_output, compile_effort = "UNKNOWN";
   std::vector<std::string> compile_disabled;

@@ -141,11 +141,51 @@ std::vector<Device> Client::local_devices() const {
   return out;
 }
 
+Result<std::vector<int>> Client::replica_devices(const CompileOptions& options) const {
+  if (options.num_partitions > 1) {
+    return unimplemented("num_partitions = " + std::to_string(options.num_partitions) +
+                         " is not supported by the CPU backend yet (no SPMD partitioning); use "
+                         "replicas with one partition each");
+  }
+  std::vector<int> devices;
+  if (!options.device_assignment.empty()) {
+    if (static_cast<int>(options.device_assignment.size()) != options.num_replicas)
+      return invalid_argument(
+          "device_assignment has " + std::to_string(options.device_assignment.size()) +
+          " replica rows, but num_replicas is " + std::to_string(options.num_replicas));
+    for (const auto& row : options.device_assignment) {
+      if (row.size() != 1)
+        return invalid_argument("device_assignment rows must have num_partitions = 1 entries");
+      devices.push_back(row[0]);
+    }
+  } else {
+    std::vector<Device> local = local_devices();
+    if (static_cast<int>(local.size()) < options.num_replicas)
+      return invalid_argument(std::to_string(options.num_replicas) + " replicas need " +
+                              std::to_string(options.num_replicas) +
+                              " devices, but this process has " + std::to_string(local.size()) +
+                              " (set KILN_CPU_DEVICE_COUNT)");
+    for (int r = 0; r < options.num_replicas; ++r) devices.push_back(local[r].id);
+  }
+  for (int id : devices) {
+    bool found = false;
+    for (const Device& d : devices_) found = found || d.id == id;
+    if (!found)
+      return invalid_argument("device_assignment names device " + std::to_string(id) +
+                              ", which does not exist (devices 0.." +
+                              std::to_string(devices_.size() - 1) + ")");
+  }
+  return devices;
+}
+
 Result<std::shared_ptr<Executable>> Client::compile(const ModuleSource& source,
                                                     const CompileOptions& options) const {
+  KILN_ASSIGN_OR_RETURN(std::vector<int> replicas, replica_devices(options));
   KILN_ASSIGN_OR_RETURN(cpu::ModuleCompiler * compiler, module_compiler());
   KILN_ASSIGN_OR_RETURN(cpu::CompiledModule compiled, compiler->compile(source, options));
   compiled.info.platform_version = platform_version_;
+  compiled.info.num_replicas = options.num_replicas;
+  compiled.info.replica_devices = replicas;
   return Executable::load(std::move(compiled.info), std::move(compiled.entry_points),
                           std::move(compiled.shared_object));
 }

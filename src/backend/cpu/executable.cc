@@ -15,6 +15,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "backend/cpu/compiler_interface.h"
 
@@ -168,6 +169,8 @@ std::string Executable::serialize() const {
   meta["effort_level"] = info_.effort_level;
   meta["target_cpu"] = info_.target_cpu;
   meta["target_features"] = info_.target_features;
+  meta["num_replicas"] = info_.num_replicas;
+  meta["replica_devices"] = info_.replica_devices;
   meta["timings_ms"] = {{"parse", info_.timings.parse_ms},
                         {"passes", info_.timings.passes_ms},
                         {"llvm", info_.timings.llvm_ms},
@@ -247,6 +250,8 @@ Result<std::shared_ptr<Executable>> Executable::deserialize(std::string_view byt
     info.effort_level = meta.at("effort_level").get<std::string>();
     info.target_cpu = meta.at("target_cpu").get<std::string>();
     info.target_features = meta.at("target_features").get<std::string>();
+    info.num_replicas = meta.value("num_replicas", 1);
+    info.replica_devices = meta.value("replica_devices", std::vector<int>{0});
     const auto& t = meta.at("timings_ms");
     info.timings = {t.at("parse").get<double>(), t.at("passes").get<double>(),
                     t.at("llvm").get<double>(), t.at("codegen").get<double>()};
@@ -285,6 +290,31 @@ Result<std::shared_ptr<Executable>> Executable::deserialize_file(const std::stri
   auto result = deserialize(std::string_view(static_cast<const char*>(mapped), size));
   munmap(mapped, size);
   return result;
+}
+
+Result<std::vector<ReplicaResult>> Executable::execute_replicated(
+    const std::string& entry, const std::vector<std::vector<Buffer>>& inputs_per_replica) const {
+  if (static_cast<int>(inputs_per_replica.size()) != info_.num_replicas) {
+    return invalid_argument("executable '" + info_.module_name + "' has " +
+                            std::to_string(info_.num_replicas) + " replica(s), but " +
+                            std::to_string(inputs_per_replica.size()) +
+                            " set(s) of inputs were given (one per replica)");
+  }
+  std::vector<Result<std::vector<Buffer>>> results(inputs_per_replica.size(),
+                                                   Result<std::vector<Buffer>>(Status()));
+  std::vector<std::thread> threads;
+  for (size_t r = 0; r < inputs_per_replica.size(); ++r)
+    threads.emplace_back([&, r] { results[r] = execute(entry, inputs_per_replica[r]); });
+  for (auto& t : threads) t.join();
+  std::vector<ReplicaResult> out;
+  for (size_t r = 0; r < results.size(); ++r) {
+    if (!results[r].ok()) {
+      return Status(results[r].status().code(),
+                    "replica " + std::to_string(r) + ": " + results[r].status().message());
+    }
+    out.push_back({info_.replica_devices[r], std::move(results[r]).value()});
+  }
+  return out;
 }
 
 Result<const EntryPoint*> Executable::find_entry(const std::string& name) const {
