@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kiln/buffer.h"
+#include "kiln/host_callback.h"
 #include "kiln/status.h"
 
 namespace kiln {
@@ -64,9 +65,10 @@ class Executable {
   // Same as deserialize(read_file(path)), with fewer copies: the file is mapped, not read.
   static Result<std::shared_ptr<Executable>> deserialize_file(const std::string& path);
   // Builds an executable from its parts (used by the compiler; callers use Client::compile).
-  static Result<std::shared_ptr<Executable>> load(ExecutableInfo info,
-                                                  std::vector<EntryPoint> entry_points,
-                                                  std::string_view shared_object);
+  // Fails with kNotFound naming any host callback in `callbacks` that is not registered.
+  static Result<std::shared_ptr<Executable>> load(
+      ExecutableInfo info, std::vector<EntryPoint> entry_points, std::string_view shared_object,
+      std::vector<HostCallbackSignature> callbacks = {});
 
   std::string serialize() const;
   // The native code alone (deterministic for the same module and options; used to verify caches).
@@ -74,6 +76,8 @@ class Executable {
 
   const ExecutableInfo& info() const { return info_; }
   const std::vector<EntryPoint>& entry_points() const { return entry_points_; }
+  // The host callbacks the code calls (bound by name when loaded).
+  const std::vector<HostCallbackSignature>& host_callbacks() const { return callbacks_; }
   // Size of the native code (the shared object) in bytes.
   size_t code_size() const { return code_size_; }
   // Milliseconds spent making the code runnable in this process (dlopen and symbol lookup).
@@ -95,6 +99,7 @@ class Executable {
 
   ExecutableInfo info_;
   std::vector<EntryPoint> entry_points_;
+  std::vector<HostCallbackSignature> callbacks_;  // never resized after load: the code points at it
   // The native code lives only in an anonymous memory file (the one dlopen mapped); serialize()
   // reads it back from there rather than keeping a second copy in the heap.
   int code_fd_ = -1;

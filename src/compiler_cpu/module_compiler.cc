@@ -173,6 +173,41 @@ Result<std::string> link_shared_object(const llvm::SmallVectorImpl<char>& object
   return library;
 }
 
+// Defines `_mlir_ciface_NAME` for each host callback: it gathers the descriptor pointers into an
+// array and calls the function in slot `_kiln_cb_fn_NAME` with the site in `_kiln_cb_site_NAME`;
+// the loader fills both slots.
+Status add_host_callback_thunks(llvm::Module& module,
+                                const std::vector<HostCallbackSignature>& callbacks) {
+  llvm::LLVMContext& ctx = module.getContext();
+  auto* ptr_type = llvm::PointerType::getUnqual(ctx);
+  auto* dispatch_type =
+      llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr_type, ptr_type}, false);
+  for (const HostCallbackSignature& cb : callbacks) {
+    llvm::Function* thunk = module.getFunction("_mlir_ciface_" + cb.name);
+    if (thunk == nullptr) continue;  // declared but never called
+    if (!thunk->isDeclaration())
+      return internal_error("host callback '" + cb.name + "' already has a body");
+    auto make_slot = [&](const std::string& name) {
+      return new llvm::GlobalVariable(module, ptr_type, /*isConstant=*/false,
+                                      llvm::GlobalValue::ExternalLinkage,
+                                      llvm::ConstantPointerNull::get(ptr_type), name);
+    };
+    llvm::GlobalVariable* fn_slot = make_slot("_kiln_cb_fn_" + cb.name);
+    llvm::GlobalVariable* site_slot = make_slot("_kiln_cb_site_" + cb.name);
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", thunk));
+    unsigned n = thunk->arg_size();
+    auto* array_type = llvm::ArrayType::get(ptr_type, std::max(1u, n));
+    llvm::Value* array = b.CreateAlloca(array_type);
+    for (unsigned i = 0; i < n; ++i)
+      b.CreateStore(thunk->getArg(i), b.CreateConstGEP2_32(array_type, array, 0, i));
+    llvm::Value* fn = b.CreateLoad(ptr_type, fn_slot);
+    llvm::Value* site = b.CreateLoad(ptr_type, site_slot);
+    b.CreateCall(dispatch_type, fn, {site, array});
+    b.CreateRetVoid();
+  }
+  return Status();
+}
+
 // Adds `void _kiln_entry_F(void** args)` for each entry F: loads each argument of the C interface
 // wrapper `_mlir_ciface_F` through one pointer and calls it, so the runtime needs one call shape.
 Status add_packed_entries(llvm::Module& module, const std::vector<EntryPoint>& entries) {
@@ -205,7 +240,8 @@ Status add_packed_entries(llvm::Module& module, const std::vector<EntryPoint>& e
       f.setVisibility(llvm::GlobalValue::HiddenVisibility);
   }
   for (llvm::GlobalVariable& g : module.globals()) {
-    if (!g.isDeclaration()) g.setVisibility(llvm::GlobalValue::HiddenVisibility);
+    if (!g.isDeclaration() && !g.getName().starts_with("_kiln_cb_"))
+      g.setVisibility(llvm::GlobalValue::HiddenVisibility);
   }
   return Status();
 }
@@ -323,6 +359,7 @@ class MlirModuleCompiler : public ModuleCompiler {
     result.info.module_name = module->getSymName() ? module->getSymName()->str() : "module";
 
     KILN_RETURN_IF_ERROR(collect_entry_points(*module, result.entry_points));
+    KILN_RETURN_IF_ERROR(collect_host_callbacks(*module, result.callbacks));
     // Detailed logs only for modules big enough to be interesting; the walk stops at the bound.
     int64_t min_ops = config::get_int("KILN_COMPILER_DETAILED_LOGGING_MIN_OPS");
     int64_t ops = 0;
@@ -360,6 +397,7 @@ class MlirModuleCompiler : public ModuleCompiler {
     if (!llvm_module) {
       return compile_error("translation to LLVM IR failed:\n" + diagnostics);
     }
+    KILN_RETURN_IF_ERROR(add_host_callback_thunks(*llvm_module, result.callbacks));
     KILN_RETURN_IF_ERROR(add_packed_entries(*llvm_module, result.entry_points));
     // LLVM's O3 unrolling explodes on big straight-line modules (seconds for no run-time gain, see
     // docs/BENCHMARKS.md); above this size O3 programs get LLVM's O2 pipeline.
@@ -401,6 +439,32 @@ class MlirModuleCompiler : public ModuleCompiler {
   }
 
  private:
+  // Declarations marked kiln.host_callback: functions the host provides, called through slots.
+  Status collect_host_callbacks(mlir::ModuleOp module, std::vector<HostCallbackSignature>& out) {
+    for (auto func : module.getOps<mlir::func::FuncOp>()) {
+      if (!func->hasAttr("kiln.host_callback")) continue;
+      std::string where = location_text(func.getLoc());
+      std::string name = func.getSymName().str();
+      if (!func.isExternal())
+        return invalid_argument(where + ": error: host callback '" + name +
+                                "' must be a declaration without a body");
+      if (func.getFunctionType().getNumResults() != 0)
+        return unimplemented(where + ": error: host callback '" + name +
+                             "' returns values; host callbacks return nothing");
+      HostCallbackSignature signature{name, {}};
+      for (mlir::Type t : func.getFunctionType().getInputs()) {
+        Result<TensorType> tt = tensor_type_of(t);
+        if (!tt.ok())
+          return unimplemented(where + ": error: host callback '" + name +
+                               "': " + tt.status().message());
+        signature.args.push_back(*tt);
+      }
+      func->setAttr("llvm.emit_c_interface", mlir::UnitAttr::get(func.getContext()));
+      out.push_back(std::move(signature));
+    }
+    return Status();
+  }
+
   Status collect_entry_points(mlir::ModuleOp module, std::vector<EntryPoint>& entries) {
     for (auto func : module.getOps<mlir::func::FuncOp>()) {
       if (func.isPrivate() || func.isExternal()) continue;

@@ -16,6 +16,7 @@
 #include "kiln/config.h"
 #include "kiln/distributed.h"
 #include "kiln/file.h"
+#include "kiln/host_callback.h"
 #include "kiln/npy.h"
 
 namespace {
@@ -325,7 +326,23 @@ int compile_command(const std::string& file, const std::string& output, const st
 
 }  // namespace
 
+// Built-in host callbacks for programs run by `kiln run`.
+void register_builtin_callbacks() {
+  kiln::register_host_callback("kiln_print", [](const std::vector<kiln::Buffer>& args) {
+    for (const kiln::Buffer& b : args) std::cout << "kiln_print: " << summarize(b) << "\n";
+    return kiln::Status();
+  });
+  kiln::register_host_callback("kiln_record_sum", [](const std::vector<kiln::Buffer>& args) {
+    double sum = 0;
+    for (const kiln::Buffer& b : args)
+      for (int64_t i = 0; i < b.element_count(); ++i) sum += b.element_as_double(i);
+    std::cout << "kiln_record_sum: " << sum << "\n";
+    return kiln::Status();
+  });
+}
+
 int main(int argc, char** argv) {
+  register_builtin_callbacks();
   CLI::App app{"kiln: compile MLIR tensor programs once, run them from the cache"};
   app.require_subcommand(1);
   app.fallthrough();  // --set and --cache-dir work before or after the subcommand

@@ -187,7 +187,7 @@ Result<std::shared_ptr<Executable>> Client::compile(const ModuleSource& source,
   compiled.info.num_replicas = options.num_replicas;
   compiled.info.replica_devices = replicas;
   return Executable::load(std::move(compiled.info), std::move(compiled.entry_points),
-                          std::move(compiled.shared_object));
+                          compiled.shared_object, std::move(compiled.callbacks));
 }
 
 }  // namespace kiln

@@ -8,6 +8,7 @@
 
 #include "kiln/client.h"
 #include "kiln/executable.h"
+#include "kiln/host_callback.h"
 #include "kiln/options.h"
 #include "kiln/status.h"
 
@@ -18,6 +19,7 @@ struct CompiledModule {
   ExecutableInfo info;
   std::vector<EntryPoint> entry_points;
   std::string shared_object;  // an ELF shared object exporting one packed entry per EntryPoint
+  std::vector<HostCallbackSignature> callbacks;
 };
 
 class ModuleCompiler {

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "backend/cpu/compiler_interface.h"
+#include "backend/cpu/host_callback_dispatch.h"
 
 namespace kiln {
 namespace {
@@ -118,13 +119,25 @@ Executable::~Executable() {
 
 Result<std::shared_ptr<Executable>> Executable::load(ExecutableInfo info,
                                                      std::vector<EntryPoint> entry_points,
-                                                     std::string_view shared_object) {
+                                                     std::string_view shared_object,
+                                                     std::vector<HostCallbackSignature> callbacks) {
+  for (const HostCallbackSignature& cb : callbacks) {
+    if (!host_callback_registered(cb.name)) {
+      std::string types;
+      for (const TensorType& t : cb.args) types += (types.empty() ? "" : ", ") + t.to_string();
+      return not_found("executable '" + info.module_name + "' calls host callback '" + cb.name +
+                       "(" + types +
+                       ")', but no callable is registered under that name; "
+                       "register one with kiln::register_host_callback before loading");
+    }
+  }
   auto start = std::chrono::steady_clock::now();
   keep_freed_memory_for_reuse();
   std::shared_ptr<Executable> exe(new Executable());
   exe->info_ = std::move(info);
   exe->entry_points_ = std::move(entry_points);
   exe->code_size_ = shared_object.size();
+  exe->callbacks_ = std::move(callbacks);
 
   // dlopen needs a path; an anonymous memory file gives one without touching the disk.
   int fd = memfd_create("kiln-executable", MFD_CLOEXEC);
@@ -157,6 +170,17 @@ Result<std::shared_ptr<Executable>> Executable::load(ExecutableInfo info,
     }
     exe->entry_functions_.push_back(fn);
   }
+  // Point each callback's slots at the dispatcher and at its signature (which names it).
+  for (const HostCallbackSignature& cb : exe->callbacks_) {
+    auto* fn_slot = static_cast<void**>(
+        dlsym(exe->library_handle_, cpu::callback_function_slot(cb.name).c_str()));
+    auto* site_slot = static_cast<const void**>(
+        dlsym(exe->library_handle_, cpu::callback_site_slot(cb.name).c_str()));
+    if (fn_slot == nullptr || site_slot == nullptr)
+      return corruption("executable has no slots for host callback '" + cb.name + "'");
+    *fn_slot = reinterpret_cast<void*>(&kiln_host_callback_dispatch);
+    *site_slot = &cb;
+  }
   exe->load_ms_ =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return exe;
@@ -184,6 +208,13 @@ std::string Executable::serialize() const {
         {{"name", e.name}, {"inputs", in}, {"outputs", out}, {"results_owned", e.results_owned}});
   }
   meta["entries"] = entries;
+  nlohmann::json callbacks = nlohmann::json::array();
+  for (const HostCallbackSignature& cb : callbacks_) {
+    nlohmann::json args = nlohmann::json::array();
+    for (const TensorType& t : cb.args) args.push_back(tensor_type_to_json(t));
+    callbacks.push_back({{"name", cb.name}, {"args", args}});
+  }
+  meta["host_callbacks"] = callbacks;
   std::string metadata = meta.dump();
   std::string code = code_bytes();
 
@@ -243,6 +274,7 @@ Result<std::shared_ptr<Executable>> Executable::deserialize(std::string_view byt
   }
   ExecutableInfo info;
   std::vector<EntryPoint> entries;
+  std::vector<HostCallbackSignature> callbacks;
   try {
     nlohmann::json meta = nlohmann::json::parse(metadata);
     info.module_name = meta.at("module_name").get<std::string>();
@@ -269,10 +301,19 @@ Result<std::shared_ptr<Executable>> Executable::deserialize(std::string_view byt
       }
       entries.push_back(std::move(entry));
     }
+    for (const auto& c : meta.value("host_callbacks", nlohmann::json::array())) {
+      HostCallbackSignature cb;
+      cb.name = c.at("name").get<std::string>();
+      for (const auto& a : c.at("args")) {
+        KILN_ASSIGN_OR_RETURN(TensorType type, tensor_type_from_json(a));
+        cb.args.push_back(type);
+      }
+      callbacks.push_back(std::move(cb));
+    }
   } catch (const nlohmann::json::exception& e) {
     return corruption(std::string("kiln executable metadata is malformed: ") + e.what());
   }
-  return load(std::move(info), std::move(entries), object);
+  return load(std::move(info), std::move(entries), object, std::move(callbacks));
 }
 
 Result<std::shared_ptr<Executable>> Executable::deserialize_file(const std::string& path) {
@@ -365,6 +406,7 @@ Result<std::vector<Buffer>> Executable::execute(const std::string& entry_name,
   for (size_t i = 0; i < pointers.size(); ++i) args[i] = &pointers[i];
 
   size_t entry_index = static_cast<size_t>(entry - entry_points_.data());
+  cpu::CallbackErrorScope callback_errors;
   reinterpret_cast<PackedEntry>(entry_functions_[entry_index])(args.data());
 
   std::vector<Buffer> results;
@@ -388,6 +430,7 @@ Result<std::vector<Buffer>> Executable::execute(const std::string& entry_name,
     copy_strided(d, element_size, static_cast<char*>(copy.data()));
     results.push_back(std::move(copy));
   }
+  if (!callback_errors.status().ok()) return callback_errors.status();
   return results;
 }
 
