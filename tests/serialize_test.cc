@@ -6,6 +6,7 @@
 #include <fstream>
 #include <random>
 
+#include "backend/cpu/host_features.h"
 #include "kiln/file.h"
 #include "kiln/npy.h"
 #include "test_support.h"
@@ -164,6 +165,38 @@ TEST(VectorizationTest, ConvolutionsAreVectorisedFromO2AndTheStepCanBeDisabled) 
   EXPECT_EQ(vectorised_ir->find("linalg.conv_2d_nhwc_hwcf"), std::string::npos);
   EXPECT_EQ(scalar_ir->find("vector.contract"), std::string::npos);
   EXPECT_NE(scalar_ir->find("linalg.conv_2d_nhwc_hwcf"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kiln::testing
+
+namespace kiln::testing {
+namespace {
+
+TEST(CpuFeatureTest, KilnsHostDetectionAgreesWithLlvmsOnEveryCheckableFeature) {
+  auto exe = compile_file(program_path("matmul_odd.mlir"), EffortLevel::kO2);
+  ASSERT_TRUE(exe.ok());
+  const std::string& features = (*exe)->info().target_features;
+  ASSERT_FALSE(features.empty());
+  EXPECT_TRUE(cpu::missing_features(features).empty());
+  for (const std::string& name : cpu::host_features())
+    EXPECT_NE(features.find("+" + name), std::string::npos) << name << " seen by kiln, not LLVM";
+}
+
+TEST(CpuFeatureTest, CodeNeedingFeaturesThisMachineLacksIsRefusedNamingThem) {
+  std::string absent;
+  for (const std::string& name : cpu::checkable_features())
+    if (!cpu::host_features().count(name)) absent = name;
+  if (absent.empty()) GTEST_SKIP() << "this CPU has every feature kiln can check";
+  auto exe = compile_file(program_path("reductions.mlir"), EffortLevel::kO1);
+  ASSERT_TRUE(exe.ok());
+  ExecutableInfo forged = (*exe)->info();
+  forged.target_features += ",+" + absent;
+  auto loaded = Executable::load(forged, (*exe)->entry_points(), (*exe)->code_bytes());
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.status().message().find("needs CPU features this machine lacks: " + absent),
+            std::string::npos)
+      << loaded.status().message();
 }
 
 }  // namespace

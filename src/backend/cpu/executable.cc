@@ -19,6 +19,7 @@
 
 #include "backend/cpu/compiler_interface.h"
 #include "backend/cpu/host_callback_dispatch.h"
+#include "backend/cpu/host_features.h"
 
 namespace kiln {
 namespace {
@@ -121,6 +122,17 @@ Result<std::shared_ptr<Executable>> Executable::load(ExecutableInfo info,
                                                      std::vector<EntryPoint> entry_points,
                                                      std::string_view shared_object,
                                                      std::vector<HostCallbackSignature> callbacks) {
+  // Code for CPU features this machine lacks would die of an illegal instruction: refuse it.
+  if (std::vector<std::string> missing = cpu::missing_features(info.target_features);
+      !missing.empty()) {
+    std::string names;
+    for (const std::string& m : missing) names += (names.empty() ? "" : ", ") + m;
+    return unimplemented(
+        "executable '" + info.module_name + "' was compiled for " +
+        (info.target_cpu.empty() ? "another CPU" : "CPU '" + info.target_cpu + "'") +
+        " and needs CPU features this machine lacks: " + names +
+        "; recompile it here or for a baseline target");
+  }
   for (const HostCallbackSignature& cb : callbacks) {
     if (!host_callback_registered(cb.name)) {
       std::string types;
