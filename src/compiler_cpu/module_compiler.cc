@@ -291,22 +291,29 @@ class MlirModuleCompiler : public ModuleCompiler {
     triple_ = llvm::sys::getProcessTriple();
   }
 
-  Result<CanonicalModule> canonicalize(const ModuleSource& source, bool keep_locations) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    mlir::MLIRContext context(registry_);
+  // Parses text or bytecode; errors come back as `file:line:col: error: ...` with the source line.
+  Result<mlir::OwningOpRef<mlir::ModuleOp>> parse(const ModuleSource& source,
+                                                  mlir::MLIRContext& context) {
     llvm::SourceMgr source_mgr;
     source_mgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(source.bytes, source.name),
                                   llvm::SMLoc());
     std::string diagnostics;
     llvm::raw_string_ostream diagnostic_stream(diagnostics);
     mlir::SourceMgrDiagnosticHandler handler(source_mgr, &context, diagnostic_stream);
-    auto start = Clock::now();
     mlir::OwningOpRef<mlir::ModuleOp> module =
         mlir::parseSourceFile<mlir::ModuleOp>(source_mgr, mlir::ParserConfig(&context));
     if (!module) {
       return invalid_argument(diagnostics.empty() ? source.name + ": cannot parse the module"
                                                   : diagnostics);
     }
+    return module;
+  }
+
+  Result<CanonicalModule> canonicalize(const ModuleSource& source, bool keep_locations) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    mlir::MLIRContext context(registry_);
+    auto start = Clock::now();
+    KILN_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> module, parse(source, context));
     CanonicalModule out;
     out.parse_ms = elapsed_ms(start);
     out.module_name = module->getSymName() ? module->getSymName()->str() : "module";
@@ -340,22 +347,16 @@ class MlirModuleCompiler : public ModuleCompiler {
     result.info.target_features = host_features_;
 
     mlir::MLIRContext context(registry_);
-    context.allowUnregisteredDialects(false);
+    // Diagnostics of later stages (passes, translation) also print as file:line:col.
     llvm::SourceMgr source_mgr;
     source_mgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(source.bytes, source.name),
                                   llvm::SMLoc());
     std::string diagnostics;
     llvm::raw_string_ostream diagnostic_stream(diagnostics);
-    mlir::SourceMgrDiagnosticHandler handler(source_mgr, &context, diagnostic_stream);
-
     auto start = Clock::now();
-    mlir::OwningOpRef<mlir::ModuleOp> module =
-        mlir::parseSourceFile<mlir::ModuleOp>(source_mgr, mlir::ParserConfig(&context));
+    KILN_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> module, parse(source, context));
     result.info.timings.parse_ms = elapsed_ms(start);
-    if (!module) {
-      return invalid_argument(diagnostics.empty() ? source.name + ": cannot parse the module"
-                                                  : diagnostics);
-    }
+    mlir::SourceMgrDiagnosticHandler handler(source_mgr, &context, diagnostic_stream);
     result.info.module_name = module->getSymName() ? module->getSymName()->str() : "module";
 
     KILN_RETURN_IF_ERROR(collect_entry_points(*module, result.entry_points));

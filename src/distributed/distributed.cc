@@ -24,6 +24,18 @@ Result<int> parse_int_env(const char* name, int fallback) {
   return static_cast<int>(n);
 }
 
+void install(const std::string& coordinator, std::shared_ptr<KeyValueStore> kv, int num_processes,
+             int process_id, const std::string& job) {
+  auto ctx = std::make_shared<JobContext>();
+  ctx->coordinator = coordinator;
+  ctx->num_processes = num_processes;
+  ctx->process_id = process_id;
+  ctx->job = job.empty() ? "default" : job;
+  ctx->kv = std::move(kv);
+  std::lock_guard<std::mutex> lock(mutex());
+  current() = ctx;
+}
+
 }  // namespace
 
 Status initialize(const std::string& coordinator, int num_processes, int process_id,
@@ -33,14 +45,7 @@ Status initialize(const std::string& coordinator, int num_processes, int process
                             std::to_string(num_processes) + " processes");
   KILN_ASSIGN_OR_RETURN(RedisAddress address, parse_redis_url(coordinator));
   KILN_ASSIGN_OR_RETURN(auto kv, RedisKeyValueStore::connect(address, 5000));
-  auto ctx = std::make_shared<JobContext>();
-  ctx->coordinator = coordinator;
-  ctx->num_processes = num_processes;
-  ctx->process_id = process_id;
-  ctx->job = job.empty() ? "default" : job;
-  ctx->kv = std::move(kv);
-  std::lock_guard<std::mutex> lock(mutex());
-  current() = ctx;
+  install(coordinator, std::move(kv), num_processes, process_id, job);
   return Status();
 }
 
@@ -55,14 +60,7 @@ Status initialize_from_environment() {
 
 void initialize_with_store(std::shared_ptr<KeyValueStore> kv, int num_processes, int process_id,
                            const std::string& job) {
-  auto ctx = std::make_shared<JobContext>();
-  ctx->coordinator = "in-process";
-  ctx->num_processes = num_processes;
-  ctx->process_id = process_id;
-  ctx->job = job.empty() ? "default" : job;
-  ctx->kv = std::move(kv);
-  std::lock_guard<std::mutex> lock(mutex());
-  current() = ctx;
+  install("in-process", std::move(kv), num_processes, process_id, job);
 }
 
 std::shared_ptr<const JobContext> context() {
