@@ -129,6 +129,40 @@ TEST_F(DistributedTest, LeaderKilledBeforePublishingFollowersFailWithinTheTimeou
   EXPECT_LT(seconds, 20);
 }
 
+TEST_F(DistributedTest, TheJobCanComeFromEnvironmentVariables) {
+  std::vector<pid_t> pids;
+  for (int i = 0; i < 2; ++i) {
+    std::vector<std::string> env = {
+        "KILN_COORDINATOR=" + server_.url(),
+        "KILN_NUM_PROCESSES=2",
+        "KILN_PROCESS_ID=" + std::to_string(i),
+        "KILN_JOB_ID=from-env",
+        "KILN_SHARE_BINARY_BETWEEN_HOSTS=true",
+        "KILN_CACHE_DIR=" + work_.file("env-cache" + std::to_string(i))};
+    std::string out = work_.file("env-" + std::to_string(i) + ".json");
+    std::string command = "exec '" + kiln_binary() + "' run '" + mlp() + "' --json > '" + out + "'";
+    std::vector<std::string> argv = {"/usr/bin/env"};
+    argv.insert(argv.end(), env.begin(), env.end());
+    argv.insert(argv.end(), {"/bin/sh", "-c", command});
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    pid_t pid = 0;
+    posix_spawn(&pid, args[0], nullptr, nullptr, args.data(), environ);
+    pids.push_back(pid);
+  }
+  int compiles = 0;
+  for (int i = 0; i < 2; ++i) {
+    int status = 0;
+    waitpid(pids[i], &status, 0);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    auto j = nlohmann::json::parse(*read_file(work_.file("env-" + std::to_string(i) + ".json")));
+    EXPECT_EQ(j["process"], i);
+    compiles += j["compiled"].get<bool>() ? 1 : 0;
+  }
+  EXPECT_EQ(compiles, 1);
+}
+
 TEST_F(DistributedTest, ALeaderCompileErrorMakesFollowersFailFastWithTheSameMessage) {
   std::string bad = program_path("bad/unsupported_op.mlir");
   auto start_time = std::chrono::steady_clock::now();
