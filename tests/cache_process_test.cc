@@ -15,31 +15,16 @@
 namespace kiln::testing {
 namespace {
 
-pid_t spawn(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  if (posix_spawn(&pid, args[0], nullptr, nullptr, args.data(), environ) != 0) return -1;
-  return pid;
-}
-
-int wait_for(pid_t pid) {
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 TEST(CacheProcessTest, EightProcessesOfMixedGetPutWithEvictionStayConsistentAndBounded) {
   TempDir dir;
   const int64_t max_bytes = 200'000;  // far below what 8 × 250 puts write: eviction all along
   std::vector<pid_t> workers;
   for (int i = 0; i < 8; ++i)
-    workers.push_back(spawn({KILN_CACHE_WORKER, "stress", dir.path(), std::to_string(i + 1), "500",
-                             std::to_string(max_bytes)}));
+    workers.push_back(spawn_process({KILN_CACHE_WORKER, "stress", dir.path(), std::to_string(i + 1),
+                                     "500", std::to_string(max_bytes)}));
   for (pid_t pid : workers) {
     ASSERT_GT(pid, 0);
-    EXPECT_EQ(wait_for(pid), 0) << "a worker saw an error or a damaged entry";
+    EXPECT_EQ(wait_process(pid), 0) << "a worker saw an error or a damaged entry";
   }
   auto store = DirectoryStore::open({dir.path(), max_bytes, -1, nullptr});
   ASSERT_TRUE(store.ok());
@@ -60,11 +45,11 @@ TEST(CacheProcessTest, WriterKilledAtRandomPointsNeverLeavesAReadablePartialEntr
   TempDir dir;
   std::mt19937 rng(7);
   for (int trial = 0; trial < 200; ++trial) {
-    pid_t pid = spawn({KILN_CACHE_WORKER, "write", dir.path(), std::to_string(trial)});
+    pid_t pid = spawn_process({KILN_CACHE_WORKER, "write", dir.path(), std::to_string(trial)});
     ASSERT_GT(pid, 0);
     std::this_thread::sleep_for(std::chrono::microseconds(3000 + rng() % 30000));
     kill(pid, SIGKILL);
-    wait_for(pid);
+    wait_process(pid);
   }
   auto store = DirectoryStore::open({dir.path(), -1, -1, nullptr});
   ASSERT_TRUE(store.ok());

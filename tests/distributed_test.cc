@@ -53,24 +53,10 @@ class DistributedTest : public ::testing::Test {
                                     "--output",
                                     work_.file(job + "-" + std::to_string(id) + ".npy")};
     argv.insert(argv.end(), run.begin(), run.end());
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, p.out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0600);
-    posix_spawn_file_actions_addopen(&actions, 2, p.err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0600);
-    posix_spawn(&p.pid, args[0], &actions, nullptr, args.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
+    p.pid = spawn_process(argv, {}, p.out_path, p.err_path);
     return p;
   }
-  int wait(const JobProcess& p) {
-    int status = 0;
-    waitpid(p.pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
+  int wait(const JobProcess& p) { return wait_process(p.pid); }
   std::string mlp() { return program_path("../../examples/mlp.mlir"); }
 
   RedisServer server_;
@@ -139,23 +125,12 @@ TEST_F(DistributedTest, TheJobCanComeFromEnvironmentVariables) {
         "KILN_JOB_ID=from-env",
         "KILN_SHARE_BINARY_BETWEEN_HOSTS=true",
         "KILN_CACHE_DIR=" + work_.file("env-cache" + std::to_string(i))};
-    std::string out = work_.file("env-" + std::to_string(i) + ".json");
-    std::string command = "exec '" + kiln_binary() + "' run '" + mlp() + "' --json > '" + out + "'";
-    std::vector<std::string> argv = {"/usr/bin/env"};
-    argv.insert(argv.end(), env.begin(), env.end());
-    argv.insert(argv.end(), {"/bin/sh", "-c", command});
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    pid_t pid = 0;
-    posix_spawn(&pid, args[0], nullptr, nullptr, args.data(), environ);
-    pids.push_back(pid);
+    pids.push_back(spawn_process({kiln_binary(), "run", mlp(), "--json"}, env,
+                                 work_.file("env-" + std::to_string(i) + ".json")));
   }
   int compiles = 0;
   for (int i = 0; i < 2; ++i) {
-    int status = 0;
-    waitpid(pids[i], &status, 0);
-    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    ASSERT_EQ(wait_process(pids[i]), 0);
     auto j = nlohmann::json::parse(*read_file(work_.file("env-" + std::to_string(i) + ".json")));
     EXPECT_EQ(j["process"], i);
     compiles += j["compiled"].get<bool>() ? 1 : 0;

@@ -242,19 +242,10 @@ TEST(RemoteCacheProcessTest, RedisStoppedDuringEightProcessesEveryProcessStillFi
                                      "ones",
                                      "--output",
                                      out};
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    pid_t pid = 0;
-    posix_spawn(&pid, args[0], nullptr, nullptr, args.data(), environ);
-    pids.push_back(pid);
+    pids.push_back(spawn_process(argv));
     if (i == 3) server.stop();  // half start with Redis, half without; some lose it mid-run
   }
-  for (pid_t pid : pids) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  }
+  for (pid_t pid : pids) EXPECT_EQ(wait_process(pid), 0);
   for (int i = 0; i < 8; ++i) {
     auto out = read_npy(work.file("out" + std::to_string(i) + ".npy"));
     ASSERT_TRUE(out.ok()) << i;

@@ -22,10 +22,8 @@ std::string slurp(const std::string& path) {
 }
 }  // namespace
 
-ProcessResult run_process(const std::vector<std::string>& argv,
-                          const std::vector<std::string>& extra_env) {
-  TempDir dir;
-  std::string out_path = dir.file("stdout"), err_path = dir.file("stderr");
+pid_t spawn_process(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
+                    const std::string& stdout_path, const std::string& stderr_path) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -37,23 +35,36 @@ ProcessResult run_process(const std::vector<std::string>& argv,
   env.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0600);
-  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0600);
+  if (!stdout_path.empty())
+    posix_spawn_file_actions_addopen(&actions, 1, stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0600);
+  if (!stderr_path.empty())
+    posix_spawn_file_actions_addopen(&actions, 2, stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0600);
   pid_t pid = 0;
+  int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), env.data());
+  posix_spawn_file_actions_destroy(&actions);
+  return rc == 0 ? pid : -1;
+}
+
+int wait_process(pid_t pid) {
+  int status = 0;
+  if (waitpid(pid, &status, 0) < 0) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+ProcessResult run_process(const std::vector<std::string>& argv,
+                          const std::vector<std::string>& extra_env) {
+  TempDir dir;
   ProcessResult result;
-  if (posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), env.data()) != 0) {
-    posix_spawn_file_actions_destroy(&actions);
+  pid_t pid = spawn_process(argv, extra_env, dir.file("stdout"), dir.file("stderr"));
+  if (pid < 0) {
     result.err = "cannot start " + argv[0];
     return result;
   }
-  posix_spawn_file_actions_destroy(&actions);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  result.out = slurp(out_path);
-  result.err = slurp(err_path);
+  result.exit_code = wait_process(pid);
+  result.out = slurp(dir.file("stdout"));
+  result.err = slurp(dir.file("stderr"));
   return result;
 }
 

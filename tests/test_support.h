@@ -2,6 +2,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <sys/types.h>
 
 #include <memory>
 #include <string>
@@ -25,6 +26,14 @@ struct ProcessResult {
 // Runs argv[0] with argv (no shell), with extra environment "NAME=value" entries.
 ProcessResult run_process(const std::vector<std::string>& argv,
                           const std::vector<std::string>& extra_env = {});
+
+// Starts a process without waiting; stdout/stderr go to the given files ("" = inherited).
+// Returns -1 when it cannot start.
+pid_t spawn_process(const std::vector<std::string>& argv,
+                    const std::vector<std::string>& extra_env = {},
+                    const std::string& stdout_path = "", const std::string& stderr_path = "");
+// Waits for it; returns the exit code, or 128 + the signal that killed it.
+int wait_process(pid_t pid);
 
 // A scratch directory removed at the end of the test.
 class TempDir {
