@@ -178,6 +178,28 @@ TEST_P(NumericsTest, IntegerBatchMatmulAndBooleans) {
   expect_close(out[1], positive, 0);
 }
 
+TEST_P(NumericsTest, ScalarArguments) {
+  Buffer x = random_f32({5}, 20), alpha(DType::kF32, {}), n(DType::kI64, {});
+  alpha.as<float>()[0] = 2.5f;
+  n.as<int64_t>()[0] = 7;
+  auto exe = compile_file(program_path("scalars.mlir"), GetParam());
+  ASSERT_TRUE(exe.ok()) << exe.status().to_string();
+  const EntryPoint& entry = (*exe)->entry_points()[0];
+  ASSERT_EQ(entry.inputs.size(), 3u);
+  EXPECT_TRUE(entry.inputs[1].scalar);
+  EXPECT_EQ(entry.inputs[2].to_string(), "i64");  // index is passed as i64
+  auto out = (*exe)->execute("axpn", {x, alpha, n});
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  std::vector<double> want(5);
+  for (int i = 0; i < 5; ++i) want[i] = 2.5 * x.as<float>()[i] + 7;
+  expect_close((*out)[0], want, 1e-6);
+  auto wrong = (*exe)->execute("axpn", {x, Buffer(DType::kF64, {}), n});
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("argument 1 of 'axpn': expected f32, given f64"),
+            std::string::npos)
+      << wrong.status().message();
+}
+
 INSTANTIATE_TEST_SUITE_P(EffortLevels, NumericsTest,
                          ::testing::Values(EffortLevel::kO0, EffortLevel::kO1, EffortLevel::kO2,
                                            EffortLevel::kO3),

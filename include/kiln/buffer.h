@@ -25,12 +25,14 @@ inline constexpr int64_t kDynamicDim = -1;
 struct TensorType {
   DType dtype = DType::kF32;
   std::vector<int64_t> shape;
+  // A plain value (f32, i64, index, ...) passed by value, not a tensor; its Buffer has rank 0.
+  bool scalar = false;
 
   bool is_static() const;
   // "tensor<2x?xf32>" style, for messages.
   std::string to_string() const;
   bool operator==(const TensorType& other) const {
-    return dtype == other.dtype && shape == other.shape;
+    return dtype == other.dtype && shape == other.shape && scalar == other.scalar;
   }
 };
 

@@ -70,12 +70,21 @@ class FailedPassRecorder : public mlir::PassInstrumentation {
   std::string* failed_;
 };
 
-Result<TensorType> tensor_type_of(mlir::Type type) {
+Result<TensorType> tensor_type_of(mlir::Type type, bool allow_scalar = false) {
   auto shaped = mlir::dyn_cast<mlir::ShapedType>(type);
-  if (!shaped || !(mlir::isa<mlir::RankedTensorType>(type) || mlir::isa<mlir::MemRefType>(type)))
-    return unimplemented("only ranked tensor and memref arguments/results are supported");
+  bool ranked = mlir::isa<mlir::RankedTensorType>(type) || mlir::isa<mlir::MemRefType>(type);
   TensorType out;
-  mlir::Type element = shaped.getElementType();
+  mlir::Type element = type;
+  if (shaped && ranked) {
+    element = shaped.getElementType();
+  } else if (allow_scalar && (type.isIntOrIndexOrFloat())) {
+    out.scalar = true;
+    if (type.isIndex()) element = mlir::IntegerType::get(type.getContext(), 64);  // index is i64
+  } else {
+    return unimplemented(
+        "only ranked tensor, memref and scalar arguments (tensor or memref "
+        "results) are supported");
+  }
   if (element.isF32())
     out.dtype = DType::kF32;
   else if (element.isF64())
@@ -92,8 +101,9 @@ Result<TensorType> tensor_type_of(mlir::Type type) {
     out.dtype = DType::kI64;
   else
     return unimplemented("element type is not one of f32, f64, i1, i8, i16, i32, i64");
-  for (int64_t d : shaped.getShape())
-    out.shape.push_back(mlir::ShapedType::isDynamic(d) ? kDynamicDim : d);
+  if (!out.scalar)
+    for (int64_t d : shaped.getShape())
+      out.shape.push_back(mlir::ShapedType::isDynamic(d) ? kDynamicDim : d);
   return out;
 }
 
@@ -474,7 +484,7 @@ class MlirModuleCompiler : public ModuleCompiler {
       bool callable = true;
       auto type = func.getFunctionType();
       for (mlir::Type t : type.getInputs()) {
-        Result<TensorType> tt = tensor_type_of(t);
+        Result<TensorType> tt = tensor_type_of(t, /*allow_scalar=*/true);
         if (!tt.ok()) {
           callable = false;
           break;

@@ -70,6 +70,7 @@ std::string shape_to_string(const std::vector<int64_t>& shape) {
 }
 
 std::string TensorType::to_string() const {
+  if (scalar) return dtype_name(dtype);
   std::string out = "tensor<";
   for (int64_t d : shape) out += (d == kDynamicDim ? "?" : std::to_string(d)) + "x";
   return out + dtype_name(dtype) + ">";

@@ -41,12 +41,14 @@ static_assert(sizeof(SerializedHeader) == 40);
 using PackedEntry = void (*)(void**);
 
 nlohmann::json tensor_type_to_json(const TensorType& type) {
-  return {{"dtype", dtype_name(type.dtype)}, {"shape", type.shape}};
+  nlohmann::json j{{"dtype", dtype_name(type.dtype)}, {"shape", type.shape}};
+  if (type.scalar) j["scalar"] = true;
+  return j;
 }
 
 Result<TensorType> tensor_type_from_json(const nlohmann::json& j) {
   KILN_ASSIGN_OR_RETURN(DType dtype, parse_dtype(j.at("dtype").get<std::string>()));
-  return TensorType{dtype, j.at("shape").get<std::vector<int64_t>>()};
+  return TensorType{dtype, j.at("shape").get<std::vector<int64_t>>(), j.value("scalar", false)};
 }
 
 // Generated code mallocs its temporaries on every call; glibc's default trimming and mmap
@@ -395,9 +397,10 @@ Result<std::vector<Buffer>> Executable::execute(const std::string& entry_name,
     for (size_t d = 0; shape_ok && d < want.shape.size(); ++d)
       shape_ok = want.shape[d] == kDynamicDim || want.shape[d] == got.shape()[d];
     if (got.dtype() != want.dtype || !shape_ok) {
+      TensorType given = got.type();
+      given.scalar = want.scalar && got.shape().empty();
       return invalid_argument("argument " + std::to_string(i) + " of '" + entry->name +
-                              "': expected " + want.to_string() + ", given " +
-                              got.type().to_string());
+                              "': expected " + want.to_string() + ", given " + given.to_string());
     }
   }
 
@@ -416,6 +419,10 @@ Result<std::vector<Buffer>> Executable::execute(const std::string& entry_name,
   }
   std::vector<void*> args(pointers.size());
   for (size_t i = 0; i < pointers.size(); ++i) args[i] = &pointers[i];
+  // Scalars are passed by value: the packed entry loads them straight from the buffer.
+  size_t first_input = entry->outputs.empty() ? 0 : 1;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (entry->inputs[i].scalar) args[first_input + i] = inputs[i].data();
 
   size_t entry_index = static_cast<size_t>(entry - entry_points_.data());
   cpu::CallbackErrorScope callback_errors;
