@@ -48,6 +48,20 @@ TEST_F(CliCacheTest, SecondRunIsAHitThatCompilesNothing) {
   EXPECT_EQ(j["outputs"][0]["shape"], nlohmann::json::array({1, 8, 10}));
 }
 
+TEST_F(CliCacheTest, AWarmRunNeverLoadsTheCompilerLibMlirOrLibLlvm) {
+  // The dynamic loader lists every library it opens when LD_DEBUG=files.
+  ProcessResult cold = kiln({"run", mlp()}, {"LD_DEBUG=files"});
+  ASSERT_EQ(cold.exit_code, 0);
+  EXPECT_THAT(cold.err, HasSubstr("libkiln_compiler.so"));
+  EXPECT_THAT(cold.err, HasSubstr("libMLIR"));
+  ProcessResult warm = kiln({"run", mlp()}, {"LD_DEBUG=files"});
+  ASSERT_EQ(warm.exit_code, 0);
+  EXPECT_THAT(warm.out, HasSubstr("cache: hit"));
+  EXPECT_THAT(warm.err, ::testing::Not(HasSubstr("libkiln_compiler.so")));
+  EXPECT_THAT(warm.err, ::testing::Not(HasSubstr("libMLIR")));
+  EXPECT_THAT(warm.err, ::testing::Not(HasSubstr("libLLVM")));
+}
+
 TEST_F(CliCacheTest, ReformattingIsAHitAndEveryKeyInputIsAMiss) {
   std::string key = run_json(mlp())["key"];
   TempDir work;
