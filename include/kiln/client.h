@@ -56,6 +56,10 @@ class Client {
                                               const CompileOptions& options) const;
   // The device of each replica for `options` (validated: partitions, assignment, device ids).
   Result<std::vector<int>> replica_devices(const CompileOptions& options) const;
+  // Compiles and serialises without loading: for CompileOptions::target machines other than this
+  // one (the result loads there, not here).
+  Result<std::string> compile_serialized(const ModuleSource& source,
+                                         const CompileOptions& options) const;
   // Parses and prints `source` canonically (loads the compiler library).
   Result<CanonicalModule> canonicalize(const ModuleSource& source, bool keep_locations) const;
   std::string serialize(const Executable& executable) const { return executable.serialize(); }

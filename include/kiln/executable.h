@@ -39,6 +39,7 @@ struct ExecutableInfo {
   std::string module_name;
   std::string platform_version;  // the client's platform version at compile time
   std::string effort_level;      // "O2", ...
+  std::string target_triple;     // the target the code was generated for
   std::string target_cpu;        // LLVM's name of the CPU the code was generated for
   std::string target_features;   // LLVM feature string used for code generation
   CompileTimings timings;
@@ -71,6 +72,11 @@ class Executable {
       std::vector<HostCallbackSignature> callbacks = {});
 
   std::string serialize() const;
+  // The serialised form of parts that need not load here (ahead-of-time builds for other CPUs).
+  static std::string serialize_parts(const ExecutableInfo& info,
+                                     const std::vector<EntryPoint>& entry_points,
+                                     std::string_view shared_object,
+                                     const std::vector<HostCallbackSignature>& callbacks);
   // The native code alone (deterministic for the same module and options; used to verify caches).
   std::string code_bytes() const;
 

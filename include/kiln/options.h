@@ -20,6 +20,14 @@ Result<EffortLevel> parse_effort_level(const std::string& text);
 // UNKNOWN means "the backend's default", which is O2 on the CPU.
 EffortLevel resolve_effort_level(EffortLevel level);
 
+// The machine to generate code for; empty fields mean "this host".
+struct CompileTarget {
+  std::string triple;    // e.g. "aarch64-unknown-linux-gnu"
+  std::string cpu;       // LLVM CPU name, e.g. "x86-64-v2", "neoverse-v1"
+  std::string features;  // LLVM feature string, e.g. "+avx2,-avx512f"; empty = the CPU's own
+  bool is_host() const { return triple.empty() && cpu.empty() && features.empty(); }
+};
+
 // The profile version that means "no profile; do not try to fetch one".
 inline constexpr int64_t kNoProfileDontRetrieve = -1;
 
@@ -40,6 +48,8 @@ struct CompileOptions {
   int64_t profile_version = 0;
   // Per-stage compile logs for big modules. Does not change the code, so not part of the key.
   bool detailed_logging = false;
+  // Ahead-of-time builds for another machine (part of the key).
+  CompileTarget target;
 };
 
 // A function the embedding application can register to supply a profile version.

@@ -109,6 +109,9 @@ std::string options_description(const CompileOptions& o) {
          ";num_partitions=" + std::to_string(o.num_partitions) +
          ";device_assignment=" + assignment + ";overrides=" + override_text +
          ";profile_version=" + std::to_string(o.profile_version) +
+         (o.target.is_host()
+              ? ""
+              : ";target=" + o.target.triple + "|" + o.target.cpu + "|" + o.target.features) +
          ";fdo_profile=" + (o.fdo_profile.empty() ? "none" : sha256_hex(o.fdo_profile));
 }
 

@@ -21,6 +21,7 @@
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FileSystem.h"
@@ -155,8 +156,9 @@ Result<std::string> read_file(const std::string& path) {
   return bytes.str();
 }
 
-// Links one relocatable object into a shared object with the system linker.
-Result<std::string> link_shared_object(const llvm::SmallVectorImpl<char>& object) {
+// Links one relocatable object into a shared object: the system linker for this machine's
+// architecture, LLVM's lld for any other.
+Result<std::string> link_shared_object(const llvm::SmallVectorImpl<char>& object, bool foreign) {
   const char* tmp = std::getenv("TMPDIR");
   std::string dir_template = std::string(tmp && *tmp ? tmp : "/tmp") + "/kiln-link-XXXXXX";
   if (mkdtemp(dir_template.data()) == nullptr)
@@ -170,11 +172,14 @@ Result<std::string> link_shared_object(const llvm::SmallVectorImpl<char>& object
     out.write(object.data(), static_cast<std::streamsize>(object.size()));
     if (!out) return io_error("cannot write " + object_path);
   }
+  std::string linker = foreign ? "/usr/lib/llvm-22/bin/ld.lld" : "ld";
+  if (foreign && access(linker.c_str(), X_OK) != 0)
+    return unimplemented("linking code for another architecture needs LLVM's linker " + linker +
+                         " (Debian package lld-22)");
   // -Bsymbolic: calls inside the module never resolve to same-named symbols of the host process.
-  Status linked =
-      run_command({"ld", "-shared", "-Bsymbolic", "--build-id=none", "-z", "noexecstack", "-o",
-                   library_path, object_path, "--as-needed", "-lm"},
-                  log_path);
+  Status linked = run_command({linker, "-shared", "-Bsymbolic", "--build-id=none", "-z",
+                               "noexecstack", "-o", library_path, object_path},
+                              log_path);
   Result<std::string> library = linked.ok() ? read_file(library_path) : Result<std::string>(linked);
   std::remove(object_path.c_str());
   std::remove(library_path.c_str());
@@ -290,8 +295,11 @@ class MlirModuleCompiler : public ModuleCompiler {
     mlir::registerAllExtensions(registry_);
     mlir::registerAllToLLVMIRTranslations(registry_);
     mlir::registerAllPasses();
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
+    // Every target, so ahead-of-time builds can serve other machines.
+    llvm::InitializeAllTargetInfos();
+    llvm::InitializeAllTargets();
+    llvm::InitializeAllTargetMCs();
+    llvm::InitializeAllAsmPrinters();
     host_cpu_ = llvm::sys::getHostCPUName().str();
     std::vector<std::string> features;
     for (const auto& f : llvm::sys::getHostCPUFeatures())
@@ -353,8 +361,16 @@ class MlirModuleCompiler : public ModuleCompiler {
     EffortLevel level = resolve_effort_level(options.optimization_level);
     CompiledModule result;
     result.info.effort_level = effort_level_name(level);
-    result.info.target_cpu = host_cpu_;
-    result.info.target_features = host_features_;
+    // The host, or the machine an ahead-of-time build is for.
+    const CompileTarget& target = options.target;
+    std::string triple = target.triple.empty() ? triple_ : target.triple;
+    std::string cpu =
+        target.cpu.empty() ? (target.triple.empty() ? host_cpu_ : "generic") : target.cpu;
+    std::string features =
+        !target.features.empty() ? target.features : (target.is_host() ? host_features_ : "");
+    result.info.target_triple = triple;
+    result.info.target_cpu = cpu;
+    result.info.target_features = features;
 
     mlir::MLIRContext context(registry_);
     // Diagnostics of later stages (passes, translation) also print as file:line:col.
@@ -417,7 +433,7 @@ class MlirModuleCompiler : public ModuleCompiler {
         llvm_module->getInstructionCount() > kLargeModuleInstructions)
       pipeline.llvm_opt_level = 2;
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> machine,
-                          create_target_machine(pipeline.llvm_opt_level));
+                          create_target_machine(pipeline.llvm_opt_level, triple, cpu, features));
     llvm_module->setDataLayout(machine->createDataLayout());
     llvm_module->setTargetTriple(machine->getTargetTriple());
     optimize(*llvm_module, *machine, pipeline.llvm_opt_level);
@@ -431,11 +447,12 @@ class MlirModuleCompiler : public ModuleCompiler {
       llvm::legacy::PassManager codegen;
       if (machine->addPassesToEmitFile(codegen, object_stream, nullptr,
                                        llvm::CodeGenFileType::ObjectFile)) {
-        return internal_error("LLVM cannot emit object code for " + triple_);
+        return internal_error("LLVM cannot emit object code for " + triple);
       }
       codegen.run(*llvm_module);
     }
-    KILN_ASSIGN_OR_RETURN(result.shared_object, link_shared_object(object));
+    KILN_ASSIGN_OR_RETURN(result.shared_object,
+                          link_shared_object(object, triple.rfind("x86_64", 0) != 0));
     result.info.timings.codegen_ms = elapsed_ms(start);
     if (detailed) {
       const CompileTimings& t = result.info.timings;
@@ -565,10 +582,14 @@ class MlirModuleCompiler : public ModuleCompiler {
     return status;
   }
 
-  Result<std::unique_ptr<llvm::TargetMachine>> create_target_machine(int opt_level) {
+  Result<std::unique_ptr<llvm::TargetMachine>> create_target_machine(int opt_level,
+                                                                     const std::string& triple,
+                                                                     const std::string& cpu,
+                                                                     const std::string& features) {
     std::string error;
-    const llvm::Target* target = llvm::TargetRegistry::lookupTarget(llvm::Triple(triple_), error);
-    if (target == nullptr) return internal_error("no LLVM target for " + triple_ + ": " + error);
+    const llvm::Target* target = llvm::TargetRegistry::lookupTarget(llvm::Triple(triple), error);
+    if (target == nullptr)
+      return invalid_argument("no LLVM target for triple '" + triple + "': " + error);
     llvm::TargetOptions target_options;
     llvm::CodeGenOptLevel level = opt_level == 0   ? llvm::CodeGenOptLevel::None
                                   : opt_level == 1 ? llvm::CodeGenOptLevel::Less
@@ -576,9 +597,11 @@ class MlirModuleCompiler : public ModuleCompiler {
                                                    : llvm::CodeGenOptLevel::Aggressive;
     if (opt_level <= 1) target_options.EnableFastISel = true;
     std::unique_ptr<llvm::TargetMachine> machine(
-        target->createTargetMachine(llvm::Triple(triple_), host_cpu_, host_features_,
-                                    target_options, llvm::Reloc::PIC_, std::nullopt, level));
-    if (!machine) return internal_error("cannot create an LLVM target machine for " + triple_);
+        target->createTargetMachine(llvm::Triple(triple), cpu, features, target_options,
+                                    llvm::Reloc::PIC_, std::nullopt, level));
+    if (!machine) return internal_error("cannot create an LLVM target machine for " + triple);
+    if (!machine->getMCSubtargetInfo()->isCPUStringValid(cpu))
+      return invalid_argument("'" + cpu + "' is not a CPU LLVM knows for " + triple);
     return machine;
   }
 

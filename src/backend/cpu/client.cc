@@ -141,6 +141,18 @@ std::vector<Device> Client::local_devices() const {
   return out;
 }
 
+Result<std::string> Client::compile_serialized(const ModuleSource& source,
+                                               const CompileOptions& options) const {
+  KILN_ASSIGN_OR_RETURN(std::vector<int> replicas, replica_devices(options));
+  KILN_ASSIGN_OR_RETURN(cpu::ModuleCompiler * compiler, module_compiler());
+  KILN_ASSIGN_OR_RETURN(cpu::CompiledModule compiled, compiler->compile(source, options));
+  compiled.info.platform_version = platform_version_;
+  compiled.info.num_replicas = options.num_replicas;
+  compiled.info.replica_devices = replicas;
+  return Executable::serialize_parts(compiled.info, compiled.entry_points, compiled.shared_object,
+                                     compiled.callbacks);
+}
+
 Result<std::vector<int>> Client::replica_devices(const CompileOptions& options) const {
   if (options.num_partitions > 1) {
     return unimplemented("num_partitions = " + std::to_string(options.num_partitions) +

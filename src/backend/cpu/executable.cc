@@ -124,6 +124,13 @@ Result<std::shared_ptr<Executable>> Executable::load(ExecutableInfo info,
                                                      std::vector<EntryPoint> entry_points,
                                                      std::string_view shared_object,
                                                      std::vector<HostCallbackSignature> callbacks) {
+  // Code for another architecture cannot run here at all.
+  std::string arch = info.target_triple.substr(0, info.target_triple.find('-'));
+  if (!arch.empty() && arch != "x86_64") {
+    return unimplemented("executable '" + info.module_name + "' was compiled for " +
+                         info.target_triple + "; this machine is x86_64. Load it on a " + arch +
+                         " machine, or recompile it for this one");
+  }
   // Code for CPU features this machine lacks would die of an illegal instruction: refuse it.
   if (std::vector<std::string> missing = cpu::missing_features(info.target_features);
       !missing.empty()) {
@@ -201,10 +208,18 @@ Result<std::shared_ptr<Executable>> Executable::load(ExecutableInfo info,
 }
 
 std::string Executable::serialize() const {
+  return serialize_parts(info_, entry_points_, code_bytes(), callbacks_);
+}
+
+std::string Executable::serialize_parts(const ExecutableInfo& info_,
+                                        const std::vector<EntryPoint>& entry_points_,
+                                        std::string_view code,
+                                        const std::vector<HostCallbackSignature>& callbacks_) {
   nlohmann::json meta;
   meta["module_name"] = info_.module_name;
   meta["platform_version"] = info_.platform_version;
   meta["effort_level"] = info_.effort_level;
+  meta["target_triple"] = info_.target_triple;
   meta["target_cpu"] = info_.target_cpu;
   meta["target_features"] = info_.target_features;
   meta["num_replicas"] = info_.num_replicas;
@@ -230,7 +245,6 @@ std::string Executable::serialize() const {
   }
   meta["host_callbacks"] = callbacks;
   std::string metadata = meta.dump();
-  std::string code = code_bytes();
 
   SerializedHeader header{};
   std::memcpy(header.magic, kMagic, sizeof(kMagic));
@@ -294,6 +308,7 @@ Result<std::shared_ptr<Executable>> Executable::deserialize(std::string_view byt
     info.module_name = meta.at("module_name").get<std::string>();
     info.platform_version = meta.at("platform_version").get<std::string>();
     info.effort_level = meta.at("effort_level").get<std::string>();
+    info.target_triple = meta.value("target_triple", std::string());
     info.target_cpu = meta.at("target_cpu").get<std::string>();
     info.target_features = meta.at("target_features").get<std::string>();
     info.num_replicas = meta.value("num_replicas", 1);
