@@ -27,8 +27,15 @@ pid_t spawn_process(const std::vector<std::string>& argv, const std::vector<std:
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  // Extra entries replace inherited ones of the same name (getenv takes the first it finds).
   std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) env_strings.push_back(*e);
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string entry = *e;
+    std::string name = entry.substr(0, entry.find('=') + 1);
+    bool overridden = false;
+    for (const auto& x : extra_env) overridden = overridden || x.rfind(name, 0) == 0;
+    if (!overridden) env_strings.push_back(entry);
+  }
   for (const auto& e : extra_env) env_strings.push_back(e);
   std::vector<char*> env;
   for (auto& e : env_strings) env.push_back(e.data());
