@@ -80,6 +80,18 @@ Result<cpu::ModuleCompiler*> module_compiler() {
   return compiler;
 }
 
+// Compiles and stamps what the client knows: its platform version and each replica's device.
+Result<cpu::CompiledModule> compile_module(const Client& client, const ModuleSource& source,
+                                           const CompileOptions& options) {
+  KILN_ASSIGN_OR_RETURN(std::vector<int> replicas, client.replica_devices(options));
+  KILN_ASSIGN_OR_RETURN(cpu::ModuleCompiler * compiler, module_compiler());
+  KILN_ASSIGN_OR_RETURN(cpu::CompiledModule compiled, compiler->compile(source, options));
+  compiled.info.platform_version = client.platform_version();
+  compiled.info.num_replicas = options.num_replicas;
+  compiled.info.replica_devices = std::move(replicas);
+  return compiled;
+}
+
 }  // namespace
 
 const char* kiln_version() { return KILN_VERSION; }
@@ -143,12 +155,7 @@ std::vector<Device> Client::local_devices() const {
 
 Result<std::string> Client::compile_serialized(const ModuleSource& source,
                                                const CompileOptions& options) const {
-  KILN_ASSIGN_OR_RETURN(std::vector<int> replicas, replica_devices(options));
-  KILN_ASSIGN_OR_RETURN(cpu::ModuleCompiler * compiler, module_compiler());
-  KILN_ASSIGN_OR_RETURN(cpu::CompiledModule compiled, compiler->compile(source, options));
-  compiled.info.platform_version = platform_version_;
-  compiled.info.num_replicas = options.num_replicas;
-  compiled.info.replica_devices = replicas;
+  KILN_ASSIGN_OR_RETURN(cpu::CompiledModule compiled, compile_module(*this, source, options));
   return Executable::serialize_parts(compiled.info, compiled.entry_points, compiled.shared_object,
                                      compiled.callbacks);
 }
@@ -192,12 +199,7 @@ Result<std::vector<int>> Client::replica_devices(const CompileOptions& options) 
 
 Result<std::shared_ptr<Executable>> Client::compile(const ModuleSource& source,
                                                     const CompileOptions& options) const {
-  KILN_ASSIGN_OR_RETURN(std::vector<int> replicas, replica_devices(options));
-  KILN_ASSIGN_OR_RETURN(cpu::ModuleCompiler * compiler, module_compiler());
-  KILN_ASSIGN_OR_RETURN(cpu::CompiledModule compiled, compiler->compile(source, options));
-  compiled.info.platform_version = platform_version_;
-  compiled.info.num_replicas = options.num_replicas;
-  compiled.info.replica_devices = replicas;
+  KILN_ASSIGN_OR_RETURN(cpu::CompiledModule compiled, compile_module(*this, source, options));
   return Executable::load(std::move(compiled.info), std::move(compiled.entry_points),
                           compiled.shared_object, std::move(compiled.callbacks));
 }
