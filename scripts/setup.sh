@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 packages=(
   build-essential cmake ninja-build pkg-config binutils python3
   llvm-22-dev libmlir-22-dev mlir-22-tools lld-22
-  libzstd-dev libssl-dev nettle-dev libxxhash-dev libhiredis-dev redis-server
+  libzstd-dev nettle-dev libxxhash-dev libhiredis-dev redis-server
   libcli11-dev nlohmann-json3-dev libspdlog-dev
   libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev
 )
