@@ -13,6 +13,7 @@
 #include "kiln/client.h"
 #include "kiln/executable.h"
 #include "kiln/options.h"
+#include "kiln/pgle.h"
 #include "kiln/status.h"
 
 namespace kiln {
@@ -29,7 +30,14 @@ struct CompileReport {
   double key_ms = 0;
   double retrieval_ms = 0;
   double compile_ms = 0;
+  // PGLE: "" (not involved), "first pass", "optimised", "optimised (cached)", "profile rejected".
+  std::string pgle;
 };
+
+// The FDO profile that stands for "some PGLE profile" in the key of PGLE-optimised entries.
+inline constexpr const char* kPgleProfiledSentinel = "pgle profiled";
+// The option override that makes a build the instrumented first pass of PGLE.
+inline constexpr const char* kPgleInstrumentOverride = "pgle_instrument";
 
 // The options actually compiled with: UNKNOWN levels resolved from KILN_OPTIMIZATION_LEVEL /
 // KILN_MEMORY_FITTING_LEVEL, KILN_DISABLE_MOST_OPTIMIZATIONS applied, disabled passes trimmed,
@@ -41,10 +49,15 @@ CompileOptions resolve_compile_options(const CompileOptions& options);
 Result<CacheKey> compute_cache_key(const Client& client, const ModuleSource& source,
                                    const CompileOptions& options, CacheStore* store = nullptr);
 
+// With PGLE (KILN_ENABLE_PGLE or KILN_COMPILATION_CACHE_EXPECT_PGLE) the seed's three cases
+// apply: a cached PGLE-optimised entry is used and `profiler` disabled (1); options carrying a
+// profile compile under the PGLE key (2); otherwise the instrumented first pass is built (3).
+// ProfileGuidedProgram drives the whole flow.
 Result<std::shared_ptr<Executable>> compile_or_get_cached(const Client& client,
                                                           const ModuleSource& source,
                                                           const CompileOptions& options,
-                                                          CompileReport* report = nullptr);
+                                                          CompileReport* report = nullptr,
+                                                          PgleProfiler* profiler = nullptr);
 
 // FDO profile sharing in a multi-process job (PGLE): every process must compile with the same
 // profile. The leader publishes `profile` under the key of the empty-profile options + "_fdo_sync";

@@ -6,12 +6,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "kiln/buffer.h"
 #include "kiln/host_callback.h"
+#include "kiln/pgle.h"
 #include "kiln/status.h"
 
 namespace kiln {
@@ -46,6 +48,8 @@ struct ExecutableInfo {
   int num_replicas = 1;
   // Device id of each replica (one partition each on the CPU backend).
   std::vector<int> replica_devices = {0};
+  // The instrumented kernels (PGLE builds only; empty otherwise), by the ids the code reports.
+  std::vector<KernelInfo> kernels;
 };
 
 // One replica's results, and the device it ran on.
@@ -91,6 +95,11 @@ class Executable {
   // REQUIRES: nothing. Returns kNotFound naming the available entries when `name` is unknown.
   Result<const EntryPoint*> find_entry(const std::string& name) const;
 
+  // PGLE builds report each kernel's time to the attached profiler on every run (and, in a first
+  // pass, run the candidate it picks). Without a profiler they run the default candidates untimed.
+  void attach_profiler(std::shared_ptr<PgleProfiler> profiler);
+  std::shared_ptr<PgleProfiler> profiler() const;
+
   // Runs `entry` with `inputs` (checked against its signature) and returns its results.
   // Inputs may be written to by memref-level programs, as they would be under mlir-runner.
   Result<std::vector<Buffer>> execute(const std::string& entry,
@@ -113,6 +122,8 @@ class Executable {
   double load_ms_ = 0;
   void* library_handle_ = nullptr;
   std::vector<void*> entry_functions_;  // parallel to entry_points_
+  mutable std::mutex profiler_mutex_;
+  std::shared_ptr<PgleProfiler> profiler_;
 };
 
 }  // namespace kiln

@@ -376,11 +376,31 @@ Result<DirectoryStore*> local_cache_store() {
 Result<std::shared_ptr<Executable>> compile_or_get_cached(const Client& client,
                                                           const ModuleSource& source,
                                                           const CompileOptions& raw_options,
-                                                          CompileReport* report_out) {
+                                                          CompileReport* report_out,
+                                                          PgleProfiler* profiler) {
   CompileReport local_report;
   CompileReport& report = report_out ? *report_out : local_report;
   report = CompileReport();
   CompileOptions options = resolve_compile_options(raw_options);
+  // A profile that cannot be used is refused here, loudly, and the plain build is made: it must
+  // never be stored under the PGLE key.
+  if (!options.fdo_profile.empty() && options.fdo_profile != kPgleProfiledSentinel) {
+    if (auto profile = decode_fdo_profile(options.fdo_profile); !profile.ok()) {
+      log::warning("the FDO profile given for " + source.name + " cannot be used: " +
+                   profile.status().message() + "; compiling the plain build without it");
+      options.fdo_profile.clear();
+      report.pgle = "profile rejected";
+    }
+  }
+  bool auto_pgle =
+      config::get_bool("KILN_ENABLE_PGLE") && config::get_int("KILN_PGLE_PROFILING_RUNS") > 0;
+  bool expect_pgle = config::get_bool("KILN_COMPILATION_CACHE_EXPECT_PGLE");
+  // The first pass of PGLE is instrumented, so its options (and key) differ from the plain
+  // build's; like the seed, expect-PGLE runs use them too so they find what PGLE runs stored.
+  bool pgle_rules = (auto_pgle || expect_pgle) && report.pgle.empty();
+  bool with_profile = auto_pgle && !options.fdo_profile.empty() && report.pgle.empty();
+  CompileOptions first_pass = options;
+  if (pgle_rules) first_pass.env_option_overrides.emplace_back(kPgleInstrumentOverride, "true");
   CacheState& s = state();
   bool explain = config::get_bool("KILN_EXPLAIN_CACHE_MISSES");
   bool log_compiles = config::get_bool("KILN_LOG_COMPILES");
@@ -395,7 +415,9 @@ Result<std::shared_ptr<Executable>> compile_or_get_cached(const Client& client,
       }
     }
     report.compiled = true;
-    return compile_uncached(client, source, options, &report.compile_ms);
+    if (pgle_rules) report.pgle = with_profile ? "optimised" : "first pass";
+    return compile_uncached(client, source, with_profile ? options : first_pass,
+                            &report.compile_ms);
   }
 
   auto store_or = persistent_cache_store();
@@ -409,7 +431,58 @@ Result<std::shared_ptr<Executable>> compile_or_get_cached(const Client& client,
   CacheStore* store = *store_or;
 
   auto key_start = Clock::now();
-  auto key_or = compute_cache_key(client, source, options, store);
+  Result<CacheKey> key_or = internal_error("no cache key");
+  if (!pgle_rules) {
+    key_or = compute_cache_key(client, source, options, store);
+  } else {
+    // The seed's three cases. The PGLE-optimised entry lives under the key whose profile is the
+    // fixed sentinel, so it does not depend on the profile's bytes.
+    CompileOptions sentinel = options;
+    sentinel.fdo_profile = kPgleProfiledSentinel;
+    auto pgle_key = compute_cache_key(client, source, sentinel, store);
+    auto plain_key = compute_cache_key(client, source, first_pass, store);
+    key_or = plain_key;
+    if (pgle_key.ok() && plain_key.ok()) {
+      auto present = [&](const std::string& key) {
+        auto bytes = store->get(key);
+        return bytes.ok() && bytes->has_value();
+      };
+      if (present(pgle_key->key)) {
+        // Case 1: use it, and stop profiling.
+        if (expect_pgle)
+          log::info("PGLE-optimized " + pgle_key->module_name + " loaded from compilation cache");
+        if (profiler != nullptr) profiler->disable();
+        report.pgle = "optimised (cached)";
+        key_or = pgle_key;
+      } else {
+        if (expect_pgle && present(plain_key->key)) {
+          // Case 1b: the user said the PGLE-optimised entry would be there.
+          log::warning("PERSISTENT CACHE MISS for PGLE-optimized " + pgle_key->module_name +
+                       " despite non-PGLE hit; it may not have been executed enough times when "
+                       "the cache was populated");
+        }
+        if (with_profile) {
+          // Case 2: every process of a job compiles with the same (the leader's) profile.
+          CompileOptions no_profile = options;
+          no_profile.fdo_profile.clear();
+          auto empty_key = compute_cache_key(client, source, no_profile, store);
+          if (empty_key.ok()) {
+            KILN_ASSIGN_OR_RETURN(
+                options.fdo_profile,
+                sync_fdo_profile(client, options, *empty_key, std::move(options.fdo_profile)));
+          }
+          report.pgle = "optimised";
+          key_or = pgle_key;
+        } else {
+          // Case 3: still collecting (or only expecting): the instrumented first pass.
+          report.pgle = "first pass";
+          options = first_pass;
+        }
+      }
+    } else if (!with_profile) {
+      options = first_pass;
+    }
+  }
   report.key_ms = seconds_since(key_start) * 1000;
   if (!key_or.ok()) {
     // A module that does not parse fails in the compiler with the user-facing diagnostics.
@@ -582,6 +655,11 @@ Result<std::shared_ptr<Executable>> compile_or_get_cached(const Client& client,
       } else {
         store->count("writes");
         monitoring::record_event("cache_writes");
+        if (expect_pgle)
+          log::warning("PERSISTENT CACHE WRITE with key '" + key.key + "' for '" + module +
+                       "': this is unexpected because KILN_COMPILATION_CACHE_EXPECT_PGLE is "
+                       "set; the run that filled the cache may not have run this program "
+                       "enough times");
       }
     }
   }

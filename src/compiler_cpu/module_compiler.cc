@@ -11,10 +11,12 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <set>
 #include <sstream>
 
 #include "backend/cpu/compiler_interface.h"
 #include "backend/cpu/pipeline.h"
+#include "compiler_cpu/pgle_codegen.h"
 #include "compiler_cpu/transform_scripts.h"
 #include "kiln/config.h"
 #include "kiln/logging.h"
@@ -158,30 +160,33 @@ Result<std::string> read_file(const std::string& path) {
 
 // Links one relocatable object into a shared object: the system linker for this machine's
 // architecture, LLVM's lld for any other.
-Result<std::string> link_shared_object(const llvm::SmallVectorImpl<char>& object, bool foreign) {
+Result<std::string> link_shared_object(const std::vector<llvm::SmallVector<char, 0>>& objects,
+                                       bool foreign) {
   const char* tmp = std::getenv("TMPDIR");
   std::string dir_template = std::string(tmp && *tmp ? tmp : "/tmp") + "/kiln-link-XXXXXX";
   if (mkdtemp(dir_template.data()) == nullptr)
     return io_error("cannot create a temporary directory for linking: " +
                     std::string(std::strerror(errno)));
   std::string dir = dir_template;
-  std::string object_path = dir + "/module.o", library_path = dir + "/module.so",
-              log_path = dir + "/link.log";
-  {
-    std::ofstream out(object_path, std::ios::binary);
-    out.write(object.data(), static_cast<std::streamsize>(object.size()));
-    if (!out) return io_error("cannot write " + object_path);
+  std::string library_path = dir + "/module.so", log_path = dir + "/link.log";
+  std::vector<std::string> object_paths;
+  for (size_t i = 0; i < objects.size(); ++i) {
+    object_paths.push_back(dir + "/module" + std::to_string(i) + ".o");
+    std::ofstream out(object_paths.back(), std::ios::binary);
+    out.write(objects[i].data(), static_cast<std::streamsize>(objects[i].size()));
+    if (!out) return io_error("cannot write " + object_paths.back());
   }
   std::string linker = foreign ? "/usr/lib/llvm-22/bin/ld.lld" : "ld";
   if (foreign && access(linker.c_str(), X_OK) != 0)
     return unimplemented("linking code for another architecture needs LLVM's linker " + linker +
                          " (Debian package lld-22)");
   // -Bsymbolic: calls inside the module never resolve to same-named symbols of the host process.
-  Status linked = run_command({linker, "-shared", "-Bsymbolic", "--build-id=none", "-z",
-                               "noexecstack", "-o", library_path, object_path},
-                              log_path);
+  std::vector<std::string> argv = {linker, "-shared",     "-Bsymbolic", "--build-id=none",
+                                   "-z",   "noexecstack", "-o",         library_path};
+  argv.insert(argv.end(), object_paths.begin(), object_paths.end());
+  Status linked = run_command(argv, log_path);
   Result<std::string> library = linked.ok() ? read_file(library_path) : Result<std::string>(linked);
-  std::remove(object_path.c_str());
+  for (const std::string& path : object_paths) std::remove(path.c_str());
   std::remove(library_path.c_str());
   std::remove(log_path.c_str());
   rmdir(dir.c_str());
@@ -255,9 +260,46 @@ Status add_packed_entries(llvm::Module& module, const std::vector<EntryPoint>& e
       f.setVisibility(llvm::GlobalValue::HiddenVisibility);
   }
   for (llvm::GlobalVariable& g : module.globals()) {
-    if (!g.isDeclaration() && !g.getName().starts_with("_kiln_cb_"))
+    if (!g.isDeclaration() && !g.getName().starts_with("_kiln_cb_") &&
+        !g.getName().starts_with("_kiln_prof_"))
       g.setVisibility(llvm::GlobalValue::HiddenVisibility);
   }
+  return Status();
+}
+
+// Kernels PGLE found cold are compiled with LLVM's O1 pipeline and fast instruction selection.
+constexpr int kColdOptLevel = 0;
+
+// What PGLE asks of this compile: a first pass (instrumented, rotating candidates) or a recompile
+// with a measured profile. A profile that does not decode is refused loudly and the plain build is
+// made instead.
+PglePlan pgle_plan(const CompileOptions& options, const std::string& module_name) {
+  PglePlan plan;
+  for (const auto& [name, value] : options.env_option_overrides)
+    if (name == kPgleInstrumentOverride) plan.instrument = value == "true" || value == "1";
+  if (!options.fdo_profile.empty()) {
+    Result<FdoProfile> profile = decode_fdo_profile(options.fdo_profile);
+    if (!profile.ok()) {
+      log::warning("the FDO profile given for '" + module_name + "' cannot be used: " +
+                   profile.status().message() + "; compiling the plain build without it");
+      plan.instrument = false;
+    } else {
+      plan.profile = std::move(profile).value();
+      plan.instrument = false;
+    }
+  }
+  plan.cold_share_percent = config::get_double("KILN_PGLE_COLD_SHARE_PERCENT");
+  return plan;
+}
+
+Status emit_object(llvm::Module& module, llvm::TargetMachine& machine, const std::string& triple,
+                   llvm::SmallVector<char, 0>& object) {
+  llvm::raw_svector_ostream object_stream(object);
+  llvm::legacy::PassManager codegen;
+  if (machine.addPassesToEmitFile(codegen, object_stream, nullptr,
+                                  llvm::CodeGenFileType::ObjectFile))
+    return internal_error("LLVM cannot emit object code for " + triple);
+  codegen.run(module);
   return Status();
 }
 
@@ -401,15 +443,21 @@ class MlirModuleCompiler : public ModuleCompiler {
       if (op->getName().getStringRef() == "memref.dealloc") frees_buffers = true;
     });
     Pipeline pipeline = build_pipeline(level, options.disabled_passes, frees_buffers);
+    PglePlan pgle = pgle_plan(options, result.info.module_name);
     IrDumper dump(result.info.module_name);
     dump.mlir("0-input", *module);
     KILN_RETURN_IF_ERROR(run_passes(*module, pipeline.tensor_passes, diagnostics));
+    std::vector<int64_t> cold_kernels;
+    if (pgle.active()) result.info.kernels = instrument_kernels(*module, pgle, &cold_kernels);
     if (pipeline.vectorize_convolutions)
       apply_optional_transform(module, kVectorizeConvolutionsScript);
     KILN_RETURN_IF_ERROR(run_passes(*module, pipeline.bufferize_passes, diagnostics));
     dump.mlir("1-bufferized", *module);
     if (pipeline.tile_and_vectorize) {
-      apply_optional_transform(module, kTileAndVectorizeScript);
+      // Each group on its own: one that cannot apply leaves the others' code vectorised.
+      for (const TileGroup& group : prepare_contractions(*module))
+        apply_optional_transform(module, tile_group_script(group).c_str());
+      apply_optional_transform(module, contraction_cleanup_script().c_str());
       dump.mlir("2-vectorized", *module);
     }
     KILN_RETURN_IF_ERROR(run_passes(*module, pipeline.lowering_passes, diagnostics));
@@ -425,7 +473,18 @@ class MlirModuleCompiler : public ModuleCompiler {
       return compile_error("translation to LLVM IR failed:\n" + diagnostics);
     }
     KILN_RETURN_IF_ERROR(add_host_callback_thunks(*llvm_module, result.callbacks));
+    add_profile_thunks(*llvm_module);
     KILN_RETURN_IF_ERROR(add_packed_entries(*llvm_module, result.entry_points));
+    // Kernels with a negligible share of the run time go into a second module compiled at low
+    // effort; the rest keeps the level asked for.
+    std::unique_ptr<llvm::Module> cold_module;
+    if (!cold_kernels.empty()) {
+      std::set<std::string> outlined = outline_kernels(*llvm_module, cold_kernels);
+      if (!outlined.empty()) cold_module = split_functions(*llvm_module, outlined);
+      log::debug("PGLE: " + std::to_string(outlined.size()) + " of " +
+                 std::to_string(result.info.kernels.size()) + " kernels of '" +
+                 result.info.module_name + "' compiled at low effort");
+    }
     // LLVM's O3 unrolling explodes on big straight-line modules (seconds for no run-time gain, see
     // docs/BENCHMARKS.md); above this size O3 programs get LLVM's O2 pipeline.
     constexpr size_t kLargeModuleInstructions = 20000;
@@ -434,25 +493,35 @@ class MlirModuleCompiler : public ModuleCompiler {
       pipeline.llvm_opt_level = 2;
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> machine,
                           create_target_machine(pipeline.llvm_opt_level, triple, cpu, features));
+    std::unique_ptr<llvm::TargetMachine> cold_machine;
+    if (cold_module) {
+      KILN_ASSIGN_OR_RETURN(cold_machine,
+                            create_target_machine(kColdOptLevel, triple, cpu, features));
+      cold_module->setDataLayout(cold_machine->createDataLayout());
+      cold_module->setTargetTriple(cold_machine->getTargetTriple());
+      auto cold_start = Clock::now();
+      optimize(*cold_module, *cold_machine, kColdOptLevel);
+      log::debug("PGLE: LLVM optimisation of the low-effort kernels took " +
+                 std::to_string(elapsed_ms(cold_start)) + " ms");
+    }
     llvm_module->setDataLayout(machine->createDataLayout());
     llvm_module->setTargetTriple(machine->getTargetTriple());
     optimize(*llvm_module, *machine, pipeline.llvm_opt_level);
     dump.llvm("4-optimized", *llvm_module);
+    if (cold_module) dump.llvm("4-optimized-cold", *cold_module);
     result.info.timings.llvm_ms = elapsed_ms(start);
 
     start = Clock::now();
-    llvm::SmallVector<char, 0> object;
-    {
-      llvm::raw_svector_ostream object_stream(object);
-      llvm::legacy::PassManager codegen;
-      if (machine->addPassesToEmitFile(codegen, object_stream, nullptr,
-                                       llvm::CodeGenFileType::ObjectFile)) {
-        return internal_error("LLVM cannot emit object code for " + triple);
-      }
-      codegen.run(*llvm_module);
+    std::vector<llvm::SmallVector<char, 0>> objects(cold_module ? 2 : 1);
+    if (cold_module) {
+      auto cold_start = Clock::now();
+      KILN_RETURN_IF_ERROR(emit_object(*cold_module, *cold_machine, triple, objects[1]));
+      log::debug("PGLE: code generation for the low-effort kernels took " +
+                 std::to_string(elapsed_ms(cold_start)) + " ms");
     }
+    KILN_RETURN_IF_ERROR(emit_object(*llvm_module, *machine, triple, objects[0]));
     KILN_ASSIGN_OR_RETURN(result.shared_object,
-                          link_shared_object(object, triple.rfind("x86_64", 0) != 0));
+                          link_shared_object(objects, triple.rfind("x86_64", 0) != 0));
     result.info.timings.codegen_ms = elapsed_ms(start);
     if (detailed) {
       const CompileTimings& t = result.info.timings;
@@ -560,11 +629,17 @@ class MlirModuleCompiler : public ModuleCompiler {
     if (entry == nullptr) return;
     mlir::OwningOpRef<mlir::ModuleOp> candidate(module->clone());
     // Its diagnostics are not the user's errors: keep them out of the compile's output.
-    mlir::ScopedDiagnosticHandler quiet(context, [](mlir::Diagnostic&) { return mlir::success(); });
+    std::string why;
+    mlir::ScopedDiagnosticHandler quiet(context, [&](mlir::Diagnostic& d) {
+      if (why.empty()) why = d.str();
+      return mlir::success();
+    });
     if (mlir::succeeded(mlir::transform::applyTransformNamedSequence(
             *candidate, entry, *transforms, mlir::transform::TransformOptions())) &&
         mlir::succeeded(mlir::verify(*candidate))) {
       module = std::move(candidate);
+    } else {
+      log::debug("an optional transform did not apply; the module goes on without it: " + why);
     }
   }
 

@@ -15,9 +15,12 @@
 #include "kiln/compile.h"
 #include "kiln/config.h"
 #include "kiln/distributed.h"
+#include "kiln/env.h"
 #include "kiln/file.h"
 #include "kiln/host_callback.h"
 #include "kiln/npy.h"
+#include "kiln/pgle.h"
+#include "kiln/profile_guided.h"
 
 namespace {
 
@@ -50,6 +53,10 @@ struct RunArgs {
   int process_id = -1;
   std::string job;
   int replicas = 1;
+  bool pgle = false;
+  int pgle_runs = -1;
+  double pgle_percentile = -1;
+  std::string profile_out;
 };
 
 // The client for this process: alone, or one process of a job coordinated through Redis.
@@ -172,6 +179,123 @@ int run_replicas(const kiln::Executable& exe, const kiln::EntryPoint& ep,
   return 0;
 }
 
+std::string kernel_cost_text(int64_t ns) {
+  char text[32];
+  if (ns < 0) return "-";
+  if (ns < 100'000)
+    std::snprintf(text, sizeof(text), "%.2f us", double(ns) / 1e3);
+  else
+    std::snprintf(text, sizeof(text), "%.3f ms", double(ns) / 1e6);
+  return text;
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  return kiln::percentile_of(std::move(v), 50);
+}
+
+// Where `kiln run --pgle` keeps the profile of a module: next to the cache's entries.
+std::string stored_profile_path(const std::string& module_name) {
+  std::string dir = *kiln::config::get_string("KILN_CACHE_DIR");
+  if (dir.empty()) dir = kiln::default_cache_directory();
+  return dir + "/profiles/" + module_name + ".kprof";
+}
+
+// `kiln run --pgle`: profiling runs, the one recompile, optimised runs, then the hottest kernels
+// before and after.
+int run_pgle(kiln::ProfileGuidedProgram& program, const kiln::EntryPoint& ep,
+             const std::vector<kiln::Buffer>& inputs, const RunArgs& args) {
+  const kiln::CompileReport& first = program.first_report();
+  std::printf("pgle: %s (%s, key %s)\n",
+              first.pgle == "optimised (cached)"
+                  ? "the PGLE-optimised executable came from the cache; nothing to profile"
+              : first.pgle == "first pass" ? "built the instrumented first pass"
+                                           : "PGLE is not in effect",
+              first.cache.c_str(), first.key.c_str());
+  std::vector<double> profiling_ms, optimised_ms;
+  std::shared_ptr<kiln::PgleProfiler> final_costs;
+  std::vector<kiln::Buffer> results;
+  double percentile = kiln::config::get_double("KILN_PGLE_AGGREGATION_PERCENTILE");
+  for (int r = 0; r < std::max(1, args.repeat); ++r) {
+    bool profiling = program.profiling();
+    int recompiles = program.recompiles();
+    auto start = Clock::now();
+    auto out = program.execute(ep.name, inputs);
+    double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    if (!out.ok()) return fail(out.status());
+    results = std::move(*out);
+    (profiling ? profiling_ms : optimised_ms).push_back(ms);
+    std::printf("run %2d: %9.3f ms  %s\n", r + 1, ms,
+                profiling ? "profiling (contractions rotate their candidates)" : "optimised");
+    if (program.recompiles() != recompiles) {
+      const kiln::CompileReport& re = program.last_report();
+      std::printf("pgle: recompiled with the profile of %d runs: cache %s, key %s, %.0f ms\n",
+                  program.profiler()->runs_recorded(), re.cache.c_str(), re.key.c_str(),
+                  re.compile_ms);
+      if (!program.executable()->info().kernels.empty()) {
+        final_costs = std::make_shared<kiln::PgleProfiler>(1 << 30, percentile);
+        program.executable()->attach_profiler(final_costs);
+      }
+    }
+  }
+  if (program.recompiles() == 0 && first.pgle == "first pass") {
+    std::printf("pgle: no recompile yet: %d of %d profiling runs done (raise --repeat)\n",
+                program.profiler()->runs_recorded(), program.profiler()->runs_wanted());
+  }
+  for (size_t i = 0; i < results.size(); ++i)
+    std::cout << "result " << i << ": " << summarize(results[i]) << "\n";
+  if (program.fdo_profile().empty()) return 0;
+
+  auto profile = kiln::decode_fdo_profile(program.fdo_profile());
+  if (!profile.ok()) return fail(profile.status());
+  std::string path = args.profile_out;
+  if (path.empty() && kiln::config::get_bool("KILN_ENABLE_COMPILATION_CACHE"))
+    path = stored_profile_path(program.executable()->info().module_name);
+  if (!path.empty()) {
+    kiln::Status s = kiln::Env::posix()->create_dirs(path.substr(0, path.rfind('/')));
+    if (s.ok()) s = kiln::write_file(path, program.fdo_profile());
+    if (!s.ok()) return fail(s);
+    std::printf("pgle: profile written to %s (kiln profile show prints it)\n", path.c_str());
+  }
+  kiln::FdoProfile final_profile;
+  if (final_costs) final_profile = final_costs->aggregate();
+  // The hottest kernels: what the plain build's choice (candidate 0) cost in the first pass, what
+  // PGLE chose, and what the optimised build measured.
+  std::vector<const kiln::KernelProfile*> order;
+  for (const auto& k : profile->kernels) order.push_back(&k);
+  auto plain_cost = [](const kiln::KernelProfile* k) {
+    return k->candidate_ns.empty() || k->candidate_ns[0] < 0 ? k->best_ns() : k->candidate_ns[0];
+  };
+  std::sort(order.begin(), order.end(),
+            [&](auto* a, auto* b) { return plain_cost(a) > plain_cost(b); });
+  std::printf("%-48s %12s %10s %12s\n", "hottest kernels", "first pass", "chosen", "final");
+  int64_t plain_total = 0, final_total = 0;
+  for (const auto* k : order) {
+    plain_total += plain_cost(k);
+    const kiln::KernelProfile* measured = final_profile.find(k->fingerprint);
+    if (measured) final_total += measured->best_ns();
+  }
+  for (size_t i = 0; i < order.size() && i < 10; ++i) {
+    const auto* k = order[i];
+    const kiln::KernelProfile* measured = final_profile.find(k->fingerprint);
+    int best = k->best_candidate();
+    std::string chosen =
+        k->candidate_names.size() > 1 && best >= 0 ? k->candidate_names[best] : "-";
+    std::string name = k->name.size() > 48 ? k->name.substr(0, 45) + "..." : k->name;
+    std::printf("%-48s %12s %10s %12s\n", name.c_str(), kernel_cost_text(plain_cost(k)).c_str(),
+                chosen.c_str(), measured ? kernel_cost_text(measured->best_ns()).c_str() : "-");
+  }
+  if (final_total > 0)
+    std::printf("kernels: %s in the first pass (plain choices), %s optimised: %.2fx\n",
+                kernel_cost_text(plain_total).c_str(), kernel_cost_text(final_total).c_str(),
+                double(plain_total) / double(final_total));
+  if (!profiling_ms.empty() && !optimised_ms.empty())
+    std::printf("runs: median %.3f ms profiling, %.3f ms optimised: %.2fx\n",
+                median_of(profiling_ms), median_of(optimised_ms),
+                median_of(profiling_ms) / median_of(optimised_ms));
+  return 0;
+}
+
 int run_command(const RunArgs& args) {
   auto client = make_client(args);
   if (!client.ok()) return fail(client.status());
@@ -181,7 +305,30 @@ int run_command(const RunArgs& args) {
   if (args.no_cache) (void)kiln::config::set("KILN_ENABLE_COMPILATION_CACHE", "false");
   bool loaded_compiled = false;
   kiln::CompileReport report;
-  auto exe = obtain_executable(**client, args.file, *options, loaded_compiled, report);
+  std::unique_ptr<kiln::ProfileGuidedProgram> program;
+  kiln::Result<std::shared_ptr<kiln::Executable>> exe = kiln::internal_error("no executable");
+  if (args.pgle) {
+    (void)kiln::config::set("KILN_ENABLE_PGLE", "true");
+    if (args.pgle_runs >= 0)
+      (void)kiln::config::set("KILN_PGLE_PROFILING_RUNS", std::to_string(args.pgle_runs));
+    if (args.pgle_percentile >= 0)
+      (void)kiln::config::set("KILN_PGLE_AGGREGATION_PERCENTILE",
+                              std::to_string(args.pgle_percentile));
+    auto source = kiln::ModuleSource::from_file(args.file);
+    if (!source.ok()) return fail(source.status());
+    if (looks_like_executable(source->bytes))
+      return fail(
+          kiln::invalid_argument("--pgle recompiles the program, so it needs the MLIR "
+                                 "file, not a compiled executable: " +
+                                 args.file));
+    auto created = kiln::ProfileGuidedProgram::create(**client, std::move(*source), *options);
+    if (!created.ok()) return fail(created.status());
+    program = std::move(*created);
+    exe = program->executable();
+    report = program->first_report();
+  } else {
+    exe = obtain_executable(**client, args.file, *options, loaded_compiled, report);
+  }
   if (!exe.ok()) return fail(exe.status());
   auto entry = choose_entry(**exe, args.entry);
   if (!entry.ok()) return fail(entry.status());
@@ -222,6 +369,7 @@ int run_command(const RunArgs& args) {
     input_sets.push_back(std::move(inputs));
   }
   if (replicas > 1) return run_replicas(**exe, ep, input_sets, args);
+  if (program) return run_pgle(*program, ep, input_sets[0], args);
   const std::vector<kiln::Buffer>& inputs = input_sets[0];
   std::vector<kiln::Buffer> results;
   double first_run_ms = 0, best_run_ms = 1e300;
@@ -303,6 +451,36 @@ int run_command(const RunArgs& args) {
   return 0;
 }
 
+// `kiln profile show [MODULE|FILE]`: a stored PGLE profile as a table; without an argument, the
+// profiles the cache directory holds.
+int profile_show_command(const std::string& what) {
+  std::string dir = stored_profile_path("x");
+  dir = dir.substr(0, dir.rfind('/'));
+  if (what.empty()) {
+    auto names = kiln::Env::posix()->list_dir(dir);
+    if (!names.ok() || names->empty()) {
+      std::printf("no stored profiles in %s (kiln run FILE --pgle writes one)\n", dir.c_str());
+      return 0;
+    }
+    for (const std::string& n : *names) std::printf("%s/%s\n", dir.c_str(), n.c_str());
+    return 0;
+  }
+  auto bytes = kiln::read_file(what);
+  if (!bytes.ok()) {
+    auto stored = kiln::read_file(stored_profile_path(what));
+    if (!stored.ok())
+      return fail(kiln::not_found("no profile file '" + what +
+                                  "' and no stored profile for module '" + what + "' in " + dir +
+                                  "; run it with kiln run FILE --pgle"));
+    bytes = std::move(stored);
+  }
+  auto profile = kiln::decode_fdo_profile(*bytes);
+  if (!profile.ok())
+    return fail(kiln::Status(profile.status().code(), what + ": " + profile.status().message()));
+  std::printf("%s", kiln::format_fdo_profile(*profile).c_str());
+  return 0;
+}
+
 std::string target_description(const kiln::CompileTarget& t) {
   if (t.is_host()) return "this machine";
   return (t.cpu.empty() ? std::string("generic CPU") : "CPU " + t.cpu) +
@@ -369,6 +547,12 @@ int main(int argc, char** argv) {
                       "'void': mlir-runner mode, print only what the program prints");
   run_cmd->add_option("--disable-pass", run.disabled_passes, "leave a pipeline pass out");
   run_cmd->add_option("--repeat", run.repeat, "run the entry this many times");
+  run_cmd->add_flag("--pgle", run.pgle,
+                    "profile-guided: profile the first runs, recompile once with the profile");
+  run_cmd->add_option("--pgle-runs", run.pgle_runs, "profiling runs (KILN_PGLE_PROFILING_RUNS)");
+  run_cmd->add_option("--pgle-percentile", run.pgle_percentile,
+                      "aggregation percentile (KILN_PGLE_AGGREGATION_PERCENTILE)");
+  run_cmd->add_option("--profile-out", run.profile_out, "write the PGLE profile to this file");
   run_cmd->add_flag("--json", run.json, "print one JSON object instead of the summary");
   run_cmd->add_flag("--no-cache", run.no_cache, "compile without the persistent cache");
   run_cmd->add_option("--coordinator", run.coordinator,
@@ -400,6 +584,13 @@ int main(int argc, char** argv) {
   pipeline_cmd->add_option("-O,--effort", pipeline_effort, "effort level O0..O3");
   pipeline_cmd->add_option("--disable-pass", pipeline_disabled, "leave a pipeline pass out");
 
+  CLI::App* profile_cmd = app.add_subcommand("profile", "inspect PGLE profiles");
+  profile_cmd->require_subcommand(1);
+  std::string profile_what;
+  CLI::App* profile_show_cmd =
+      profile_cmd->add_subcommand("show", "print a stored PGLE profile (module name or file)");
+  profile_show_cmd->add_option("what", profile_what, "module name or .kprof file");
+
   CLI::App* devices_cmd = app.add_subcommand("devices", "list the CPU devices");
   CLI::App* version_cmd = app.add_subcommand("version", "print versions and the platform version");
 
@@ -421,6 +612,7 @@ int main(int argc, char** argv) {
   if (kiln::cli::cache_command_parsed()) return kiln::cli::run_cache_command();
 
   if (run_cmd->parsed()) return run_command(run);
+  if (profile_show_cmd->parsed()) return profile_show_command(profile_what);
   if (compile_cmd->parsed())
     return compile_command(compile_file, compile_output, compile_effort, compile_disabled,
                            compile_target);

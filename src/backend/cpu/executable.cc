@@ -113,7 +113,37 @@ bool is_dense_row_major(const DescriptorView& d) {
   return true;
 }
 
+// The run of an instrumented executable in progress on this thread (null when nobody profiles).
+struct ActiveRun {
+  const Executable* executable;
+  uint64_t run;
+  const std::vector<KernelInfo>* kernels;
+  std::vector<KernelSample> samples;
+  std::vector<std::chrono::steady_clock::time_point> started;
+};
+thread_local ActiveRun* t_active_run = nullptr;
+
 }  // namespace
+
+// Called by PGLE builds at the start (phase 0, returns the candidate to run) and end (phase 1) of
+// each kernel.
+extern "C" int64_t kiln_profile_event(const void* site, int64_t kernel, int64_t phase) {
+  ActiveRun* run = t_active_run;
+  if (run == nullptr || run->executable != site || kernel < 0 ||
+      static_cast<size_t>(kernel) >= run->samples.size())
+    return 0;
+  KernelSample& sample = run->samples[kernel];
+  if (phase == 0) {
+    sample.candidate = static_cast<int>(run->run % (*run->kernels)[kernel].candidates());
+    run->started[kernel] = std::chrono::steady_clock::now();
+    return sample.candidate;
+  }
+  sample.ns += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                   std::chrono::steady_clock::now() - run->started[kernel])
+                   .count();
+  sample.ran = true;
+  return 0;
+}
 
 Executable::~Executable() {
   if (library_handle_ != nullptr) dlclose(library_handle_);
@@ -202,6 +232,15 @@ Result<std::shared_ptr<Executable>> Executable::load(ExecutableInfo info,
     *fn_slot = reinterpret_cast<void*>(&kiln_host_callback_dispatch);
     *site_slot = &cb;
   }
+  // PGLE builds report kernel times through two slots.
+  if (!exe->info_.kernels.empty()) {
+    auto* fn_slot = static_cast<void**>(dlsym(exe->library_handle_, "_kiln_prof_fn"));
+    auto* site_slot = static_cast<const void**>(dlsym(exe->library_handle_, "_kiln_prof_site"));
+    if (fn_slot == nullptr || site_slot == nullptr)
+      return corruption("executable lists kernels but has no profiling slots");
+    *fn_slot = reinterpret_cast<void*>(&kiln_profile_event);
+    *site_slot = exe.get();
+  }
   exe->load_ms_ =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return exe;
@@ -244,6 +283,13 @@ std::string Executable::serialize_parts(const ExecutableInfo& info_,
     callbacks.push_back({{"name", cb.name}, {"args", args}});
   }
   meta["host_callbacks"] = callbacks;
+  if (!info_.kernels.empty()) {
+    nlohmann::json kernels = nlohmann::json::array();
+    for (const KernelInfo& k : info_.kernels)
+      kernels.push_back(
+          {{"fingerprint", k.fingerprint}, {"name", k.name}, {"candidates", k.candidate_names}});
+    meta["kernels"] = kernels;
+  }
   std::string metadata = meta.dump();
 
   SerializedHeader header{};
@@ -339,6 +385,13 @@ Result<std::shared_ptr<Executable>> Executable::deserialize(std::string_view byt
       }
       callbacks.push_back(std::move(cb));
     }
+    for (const auto& k : meta.value("kernels", nlohmann::json::array())) {
+      KernelInfo kernel;
+      kernel.fingerprint = k.at("fingerprint").get<uint64_t>();
+      kernel.name = k.at("name").get<std::string>();
+      kernel.candidate_names = k.at("candidates").get<std::vector<std::string>>();
+      info.kernels.push_back(std::move(kernel));
+    }
   } catch (const nlohmann::json::exception& e) {
     return corruption(std::string("kiln executable metadata is malformed: ") + e.what());
   }
@@ -385,6 +438,16 @@ Result<std::vector<ReplicaResult>> Executable::execute_replicated(
     out.push_back({info_.replica_devices[r], std::move(results[r]).value()});
   }
   return out;
+}
+
+void Executable::attach_profiler(std::shared_ptr<PgleProfiler> profiler) {
+  std::lock_guard<std::mutex> lock(profiler_mutex_);
+  profiler_ = std::move(profiler);
+}
+
+std::shared_ptr<PgleProfiler> Executable::profiler() const {
+  std::lock_guard<std::mutex> lock(profiler_mutex_);
+  return profiler_;
 }
 
 Result<const EntryPoint*> Executable::find_entry(const std::string& name) const {
@@ -441,7 +504,19 @@ Result<std::vector<Buffer>> Executable::execute(const std::string& entry_name,
 
   size_t entry_index = static_cast<size_t>(entry - entry_points_.data());
   cpu::CallbackErrorScope callback_errors;
-  reinterpret_cast<PackedEntry>(entry_functions_[entry_index])(args.data());
+  std::shared_ptr<PgleProfiler> profiler = info_.kernels.empty() ? nullptr : this->profiler();
+  if (profiler && profiler->enabled()) {
+    ActiveRun run{this, profiler->begin_run(), &info_.kernels,
+                  std::vector<KernelSample>(info_.kernels.size()),
+                  std::vector<std::chrono::steady_clock::time_point>(info_.kernels.size())};
+    ActiveRun* outer = t_active_run;
+    t_active_run = &run;
+    reinterpret_cast<PackedEntry>(entry_functions_[entry_index])(args.data());
+    t_active_run = outer;
+    profiler->record(info_.kernels, run.samples);
+  } else {
+    reinterpret_cast<PackedEntry>(entry_functions_[entry_index])(args.data());
+  }
 
   std::vector<Buffer> results;
   std::map<void*, std::shared_ptr<void>> owners;  // one owner per allocation, even if shared

@@ -1,0 +1,53 @@
+#include "kiln/profile_guided.h"
+
+#include "kiln/config.h"
+#include "kiln/logging.h"
+
+namespace kiln {
+
+Result<std::unique_ptr<ProfileGuidedProgram>> ProfileGuidedProgram::create(const Client& client,
+                                                                           ModuleSource source,
+                                                                           CompileOptions options) {
+  std::unique_ptr<ProfileGuidedProgram> program(new ProfileGuidedProgram());
+  program->client_ = &client;
+  program->source_ = std::move(source);
+  program->options_ = std::move(options);
+  program->profiler_ = PgleProfiler::from_flags();
+  if (!config::get_bool("KILN_ENABLE_PGLE")) program->profiler_->disable();
+  KILN_ASSIGN_OR_RETURN(program->executable_,
+                        compile_or_get_cached(client, program->source_, program->options_,
+                                              &program->first_report_, program->profiler_.get()));
+  program->last_report_ = program->first_report_;
+  // Only an instrumented first pass has anything to measure.
+  if (program->executable_->info().kernels.empty() || program->first_report_.pgle != "first pass")
+    program->profiler_->disable();
+  if (program->profiler_->enabled()) program->executable_->attach_profiler(program->profiler_);
+  return program;
+}
+
+bool ProfileGuidedProgram::profiling() const { return profiler_->enabled() && !profiler_->done(); }
+
+Result<std::vector<Buffer>> ProfileGuidedProgram::execute(const std::string& entry,
+                                                          const std::vector<Buffer>& inputs) {
+  KILN_ASSIGN_OR_RETURN(std::vector<Buffer> outputs, executable_->execute(entry, inputs));
+  if (recompiles_ == 0 && profiler_->enabled() && profiler_->done()) {
+    executable_->attach_profiler(nullptr);
+    profiler_->disable();
+    fdo_profile_ = profiler_->fdo_profile();
+    CompileOptions with_profile = options_;
+    with_profile.fdo_profile = fdo_profile_;
+    ++recompiles_;
+    auto optimised =
+        compile_or_get_cached(*client_, source_, with_profile, &last_report_, profiler_.get());
+    if (optimised.ok()) {
+      executable_ = std::move(optimised).value();
+    } else {
+      log::warning(
+          "the PGLE recompile of " + source_.name +
+          " failed; going on with the first-pass executable: " + optimised.status().to_string());
+    }
+  }
+  return outputs;
+}
+
+}  // namespace kiln

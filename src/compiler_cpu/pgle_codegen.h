@@ -1,0 +1,58 @@
+// PGLE in the compiler: finds the kernels of a module, instruments them, gives contractions several
+// tiling candidates, and applies a measured profile (fastest candidate per contraction, low effort
+// for kernels with a negligible share of the run time). Included only by module_compiler.cc.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kiln/compile.h"
+#include "kiln/pgle.h"
+#include "kiln/status.h"
+#include "llvm/IR/Module.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace kiln::cpu {
+
+struct PglePlan {
+  bool instrument = false;  // time every kernel; contractions rotate their candidates
+  std::optional<FdoProfile> profile;
+  double cold_share_percent = 0;  // kernels whose costs add up to this share get low effort
+  bool active() const { return instrument || profile.has_value(); }
+};
+
+// Wraps every kernel of every entry function in timing calls and, for a first pass, each static
+// contraction in a switch over its candidates; with a profile, tags each contraction with its
+// fastest candidate and collects the ids of cold kernels. Runs on tensors, after fusion.
+std::vector<KernelInfo> instrument_kernels(mlir::ModuleOp module, const PglePlan& plan,
+                                           std::vector<int64_t>* cold_kernels);
+
+// One tiling script applies to the contractions of one candidate, rank and peeling need.
+struct TileGroup {
+  int candidate;
+  int peel;  // bit 0: peel the m loop, bit 1: the n loop
+  bool batch;
+};
+// Gives contractions without a candidate the default one, records which of their register loops
+// need peeling, and returns the groups present.
+std::vector<TileGroup> prepare_contractions(mlir::ModuleOp module);
+std::string tile_group_script(const TileGroup& group);
+// After the groups: contractions to FMAs, accumulators hoisted into registers.
+std::string contraction_cleanup_script();
+
+// Gives the timing calls bodies that call the runtime through exported slots.
+void add_profile_thunks(llvm::Module& module);
+
+// Moves each listed kernel's code into a function of its own and returns those functions' names;
+// kernels that cannot be outlined stay where they are.
+std::set<std::string> outline_kernels(llvm::Module& module, const std::vector<int64_t>& kernels);
+
+// Moves the named functions' definitions into a new module (same context); `module` keeps
+// declarations, and local symbols become hidden globals so the two objects link together.
+std::unique_ptr<llvm::Module> split_functions(llvm::Module& module,
+                                              const std::set<std::string>& names);
+
+}  // namespace kiln::cpu
