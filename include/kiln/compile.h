@@ -32,6 +32,8 @@ struct CompileReport {
   double compile_ms = 0;
   // PGLE: "" (not involved), "first pass", "optimised", "optimised (cached)", "profile rejected".
   std::string pgle;
+  // SHA-256 of the FDO profile this compile used (after sharing in a job); "" without one.
+  std::string profile_digest;
 };
 
 // The FDO profile that stands for "some PGLE profile" in the key of PGLE-optimised entries.

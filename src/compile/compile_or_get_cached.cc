@@ -472,6 +472,7 @@ Result<std::shared_ptr<Executable>> compile_or_get_cached(const Client& client,
                 sync_fdo_profile(client, options, *empty_key, std::move(options.fdo_profile)));
           }
           report.pgle = "optimised";
+          report.profile_digest = sha256_hex(options.fdo_profile);
           key_or = pgle_key;
         } else {
           // Case 3: still collecting (or only expecting): the instrumented first pass.

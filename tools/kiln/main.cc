@@ -10,6 +10,7 @@
 
 #include "backend/cpu/pipeline.h"
 #include "cache_command.h"
+#include "core/digest.h"
 #include "kiln/cache.h"
 #include "kiln/client.h"
 #include "kiln/compile.h"
@@ -229,9 +230,12 @@ int run_pgle(kiln::ProfileGuidedProgram& program, const kiln::EntryPoint& ep,
                 profiling ? "profiling (contractions rotate their candidates)" : "optimised");
     if (program.recompiles() != recompiles) {
       const kiln::CompileReport& re = program.last_report();
-      std::printf("pgle: recompiled with the profile of %d runs: cache %s, key %s, %.0f ms\n",
-                  program.profiler()->runs_recorded(), re.cache.c_str(), re.key.c_str(),
-                  re.compile_ms);
+      std::printf(
+          "pgle: recompiled with the profile of %d runs: cache %s, key %s, %.0f ms\n"
+          "pgle: profile measured here %s, compiled with %s\n",
+          program.profiler()->runs_recorded(), re.cache.c_str(), re.key.c_str(), re.compile_ms,
+          kiln::sha256_hex(program.fdo_profile()).substr(0, 16).c_str(),
+          re.profile_digest.substr(0, 16).c_str());
       if (!program.executable()->info().kernels.empty()) {
         final_costs = std::make_shared<kiln::PgleProfiler>(1 << 30, percentile);
         program.executable()->attach_profiler(final_costs);
