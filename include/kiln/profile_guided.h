@@ -36,6 +36,8 @@ class ProfileGuidedProgram {
   const CompileReport& first_report() const { return first_report_; }
   const CompileReport& last_report() const { return last_report_; }
   const std::shared_ptr<PgleProfiler>& profiler() const { return profiler_; }
+  // Wall time of the recompile (key, cache lookup, compile, load) inside the execute that did it.
+  double recompile_ms() const { return recompile_ms_; }
 
  private:
   ProfileGuidedProgram() = default;
@@ -47,6 +49,7 @@ class ProfileGuidedProgram {
   std::shared_ptr<Executable> executable_;
   std::string fdo_profile_;
   int recompiles_ = 0;
+  double recompile_ms_ = 0;
   CompileReport first_report_;
   CompileReport last_report_;
 };

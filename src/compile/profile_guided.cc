@@ -1,5 +1,7 @@
 #include "kiln/profile_guided.h"
 
+#include <chrono>
+
 #include "kiln/config.h"
 #include "kiln/logging.h"
 
@@ -37,8 +39,11 @@ Result<std::vector<Buffer>> ProfileGuidedProgram::execute(const std::string& ent
     CompileOptions with_profile = options_;
     with_profile.fdo_profile = fdo_profile_;
     ++recompiles_;
+    auto start = std::chrono::steady_clock::now();
     auto optimised =
         compile_or_get_cached(*client_, source_, with_profile, &last_report_, profiler_.get());
+    recompile_ms_ =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (optimised.ok()) {
       executable_ = std::move(optimised).value();
     } else {

@@ -34,8 +34,13 @@
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
 #include "mlir/Bytecode/BytecodeWriter.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
 #include "mlir/Dialect/Transform/IR/TransformOps.h"
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -51,6 +56,7 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace kiln::cpu {
 namespace {
@@ -301,6 +307,38 @@ Status emit_object(llvm::Module& module, llvm::TargetMachine& machine, const std
     return internal_error("LLVM cannot emit object code for " + triple);
   codegen.run(module);
   return Status();
+}
+
+// The name under which kiln's elementwise fusion appears in the pipeline (and is disabled).
+constexpr const char* kElementwiseFusionStep = "linalg-fuse-elementwise-ops";
+
+// Upstream's elementwise fusion, except that reshapes are never folded into a named contraction:
+// that would turn a matmul into a generic contraction the tiling scripts do not know, and the
+// projections of an attention block would run untiled.
+void fuse_elementwise_ops(mlir::ModuleOp module) {
+  mlir::MLIRContext* context = module.getContext();
+  auto single_use_producer = [](mlir::OpOperand* operand) {
+    mlir::Operation* producer = operand->get().getDefiningOp();
+    return producer != nullptr && producer->hasOneUse();
+  };
+  auto is_named = [](mlir::Operation* op) {
+    return op != nullptr && mlir::isa<mlir::linalg::LinalgOp>(op) &&
+           !mlir::isa<mlir::linalg::GenericOp>(op);
+  };
+  auto reshape_control = [&](mlir::OpOperand* operand) {
+    return single_use_producer(operand) && !is_named(operand->get().getDefiningOp()) &&
+           !is_named(operand->getOwner());
+  };
+  mlir::RewritePatternSet patterns(context);
+  mlir::linalg::populateElementwiseOpsFusionPatterns(patterns, single_use_producer);
+  mlir::linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, reshape_control);
+  mlir::affine::AffineApplyOp::getCanonicalizationPatterns(patterns, context);
+  mlir::linalg::GenericOp::getCanonicalizationPatterns(patterns, context);
+  mlir::tensor::ExpandShapeOp::getCanonicalizationPatterns(patterns, context);
+  mlir::tensor::CollapseShapeOp::getCanonicalizationPatterns(patterns, context);
+  context->getLoadedDialect<mlir::linalg::LinalgDialect>()->getCanonicalizationPatterns(patterns);
+  mlir::linalg::populateConstantFoldLinalgOperations(patterns, single_use_producer);
+  (void)mlir::applyPatternsGreedily(module, std::move(patterns));
 }
 
 // $KILN_DUMP_IR_TO=DIR writes the module at each stage to DIR/<module>.<stage>.{mlir,ll}.
@@ -596,6 +634,20 @@ class MlirModuleCompiler : public ModuleCompiler {
 
   Status run_passes(mlir::ModuleOp module, const std::vector<PipelineStep>& steps,
                     std::string& diagnostics) {
+    // kiln's own fusion step splits the list: passes before it, the fusion, passes after it.
+    for (size_t i = 0; i < steps.size(); ++i) {
+      if (steps[i].pass != kElementwiseFusionStep) continue;
+      KILN_RETURN_IF_ERROR(run_pass_list(
+          module, std::vector<PipelineStep>(steps.begin(), steps.begin() + i), diagnostics));
+      fuse_elementwise_ops(module);
+      return run_passes(module, std::vector<PipelineStep>(steps.begin() + i + 1, steps.end()),
+                        diagnostics);
+    }
+    return run_pass_list(module, steps, diagnostics);
+  }
+
+  Status run_pass_list(mlir::ModuleOp module, const std::vector<PipelineStep>& steps,
+                       std::string& diagnostics) {
     if (steps.empty()) return Status();
     mlir::PassManager pm(module->getContext());
     // The manager is anchored on builtin.module already: parse the list inside the wrapper.

@@ -53,7 +53,7 @@ const std::vector<FlagInfo>& flag_table() {
        "percentile at which per-kernel costs of the profiling runs are aggregated", false},
       {"KILN_COMPILATION_CACHE_EXPECT_PGLE", "false",
        "expect PGLE-optimised entries in the cache; warn when one is missing or written", false},
-      {"KILN_PGLE_COLD_SHARE_PERCENT", "2",
+      {"KILN_PGLE_COLD_SHARE_PERCENT", "1",
        "PGLE compiles the cheapest kernels, together up to this share of the run time, at low "
        "effort",
        true},

@@ -134,7 +134,9 @@ extern "C" int64_t kiln_profile_event(const void* site, int64_t kernel, int64_t 
     return 0;
   KernelSample& sample = run->samples[kernel];
   if (phase == 0) {
-    sample.candidate = static_cast<int>(run->run % (*run->kernels)[kernel].candidates());
+    // The first run of a new executable is the slowest (cold caches and pages); rotating from
+    // candidate 1 gives that run to a challenger, so any doubt favours the default.
+    sample.candidate = static_cast<int>((run->run + 1) % (*run->kernels)[kernel].candidates());
     run->started[kernel] = std::chrono::steady_clock::now();
     return sample.candidate;
   }
