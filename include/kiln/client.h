@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,10 +43,23 @@ class Client {
   static Result<std::unique_ptr<Client>> create_cpu_for_job(int device_count, int process_index,
                                                             int num_processes);
 
+  // A client for another machine (or this one, described explicitly): it compiles for `target`
+  // (triple required; CPU "generic" when empty; features as given) with `device_count` devices and
+  // loads nothing, so executables come back serialised (compile_serialized,
+  // compile_or_get_cached_serialized). Its platform version is the one a real client on such a
+  // machine reports, so its cache keys are that client's keys.
+  static Result<std::unique_ptr<Client>> create_compile_only(const CompileTarget& target,
+                                                             int device_count = 1);
+  bool compile_only() const { return compile_only_; }
+  // The machine this client compiles for in LLVM's terms. For a real client, this host: read from
+  // the host description kept next to the cache, or (once per machine type) asked of LLVM.
+  Result<CompileTarget> target() const;
+
   std::string platform() const { return "cpu"; }
-  // Pins everything that changes generated code: kiln and LLVM versions, target triple, CPU
-  // identity and CPU features. Executables compiled under another platform version may differ.
-  const std::string& platform_version() const { return platform_version_; }
+  // Pins everything that changes generated code: kiln and LLVM versions, and the target in LLVM's
+  // terms (triple, CPU name, CPU features). Executables compiled under another platform version
+  // may differ. Computed on first use (see target()).
+  const std::string& platform_version() const;
   const std::vector<Device>& devices() const { return devices_; }
   std::vector<Device> local_devices() const;
   int num_processes() const { return num_processes_; }
@@ -69,7 +83,10 @@ class Client {
 
  private:
   Client() = default;
-  std::string platform_version_;
+  bool compile_only_ = false;
+  CompileTarget target_;  // compile-only clients
+  mutable std::once_flag platform_once_;
+  mutable std::string platform_version_;
   std::vector<Device> devices_;
   int process_index_ = 0;
   int num_processes_ = 1;

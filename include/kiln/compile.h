@@ -61,6 +61,14 @@ Result<std::shared_ptr<Executable>> compile_or_get_cached(const Client& client,
                                                           CompileReport* report = nullptr,
                                                           PgleProfiler* profiler = nullptr);
 
+// The same for clients that load nothing (Client::create_compile_only): the serialised executable
+// from the persistent cache, or compiled (not loaded) and stored under the key a real client of
+// the target computes, so importing the entries on such a machine makes its runs hits.
+Result<std::string> compile_or_get_cached_serialized(const Client& client,
+                                                     const ModuleSource& source,
+                                                     const CompileOptions& options,
+                                                     CompileReport* report = nullptr);
+
 // FDO profile sharing in a multi-process job (PGLE): every process must compile with the same
 // profile. The leader publishes `profile` under the key of the empty-profile options + "_fdo_sync";
 // the others wait (KILN_SHARE_BINARY_BETWEEN_HOSTS_TIMEOUT_MS) and return the leader's bytes.

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <list>
 #include <map>
 #include <mutex>
@@ -283,6 +284,70 @@ Result<std::shared_ptr<Executable>> wait_for_leader(const SharePlan& plan, const
   KILN_ASSIGN_OR_RETURN(std::string bytes,
                         zstd_decompress(std::string_view(*value).substr(1), size_t{4} << 30));
   return Executable::deserialize(bytes);
+}
+
+// Write gates, in the seed's order; each skip says why. Fails only in raise mode.
+Status write_entry(const Client& client, CacheStore* store, const CacheKey& key,
+                   CompileReport& report, bool expect_pgle,
+                   const std::function<std::string()>& payload) {
+  const std::string& module = key.module_name;
+  bool explain = config::get_bool("KILN_EXPLAIN_CACHE_MISSES");
+  bool raise_errors = config::get_bool("KILN_RAISE_PERSISTENT_CACHE_ERRORS");
+  auto skip = [&](const std::string& reason, const std::string& counter) {
+    report.skipped_write = reason;
+    store->count("skipped_writes." + counter);
+    std::string line = "Not writing persistent cache entry for '" + module + "': " + reason;
+    explain ? log::warning(line) : log::debug(line);
+  };
+  int64_t writer = config::get_int("KILN_CACHE_WRITER");
+  double min_compile_secs = config::get_double("KILN_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS");
+  int64_t min_size = config::get_int("KILN_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES");
+  // kiln improves on the seed: a leader that is not the writer process still persists what only it
+  // compiled.
+  if (client.process_index() != writer && report.shared != "leader") {
+    skip("process " + std::to_string(client.process_index()) + " is not the cache writer (" +
+             std::to_string(writer) + ")",
+         "not_writer");
+  } else if (report.compile_ms / 1000.0 < min_compile_secs) {
+    skip("compile took " + std::to_string(report.compile_ms / 1000.0) +
+             " s, less than "
+             "KILN_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=" +
+             std::to_string(min_compile_secs),
+         "compile_time");
+  } else {
+    CacheEntryMetadata meta;
+    meta.module_name = module;
+    meta.producer_version = kiln_version();
+    meta.compile_time_ms = static_cast<int64_t>(report.compile_ms + 0.5);
+    meta.created_micros = cache_env()->now_micros();
+    meta.components = key.components;
+    std::string entry = encode_cache_entry(meta, payload());
+    if (static_cast<int64_t>(entry.size()) < min_size) {
+      skip("entry of " + std::to_string(entry.size()) +
+               " bytes is smaller than "
+               "KILN_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=" +
+               std::to_string(min_size),
+           "entry_size");
+    } else {
+      Status put = store->put(key.key, entry);
+      if (!put.ok()) {
+        store->count("write_errors");
+        std::string message = "Error writing persistent compilation cache entry for '" + module +
+                              "': " + error_type(put) + ": " + put.message();
+        if (raise_errors) return Status(put.code(), message);
+        log::warning(message);
+      } else {
+        store->count("writes");
+        monitoring::record_event("cache_writes");
+        if (expect_pgle)
+          log::warning("PERSISTENT CACHE WRITE with key '" + key.key + "' for '" + module +
+                       "': this is unexpected because KILN_COMPILATION_CACHE_EXPECT_PGLE is "
+                       "set; the run that filled the cache may not have run this program "
+                       "enough times");
+      }
+    }
+  }
+  return Status();
 }
 
 }  // namespace
@@ -609,64 +674,52 @@ Result<std::shared_ptr<Executable>> compile_or_get_cached(const Client& client,
     }
   }
 
-  // Write gates, in the seed's order; each skip says why.
-  auto skip = [&](const std::string& reason, const std::string& counter) {
-    report.skipped_write = reason;
-    store->count("skipped_writes." + counter);
-    std::string line = "Not writing persistent cache entry for '" + module + "': " + reason;
-    explain ? log::warning(line) : log::debug(line);
-  };
-  int64_t writer = config::get_int("KILN_CACHE_WRITER");
-  double min_compile_secs = config::get_double("KILN_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS");
-  int64_t min_size = config::get_int("KILN_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES");
-  // kiln improves on the seed: a leader that is not the writer process still persists what only it
-  // compiled.
-  if (client.process_index() != writer && report.shared != "leader") {
-    skip("process " + std::to_string(client.process_index()) + " is not the cache writer (" +
-             std::to_string(writer) + ")",
-         "not_writer");
-  } else if (report.compile_ms / 1000.0 < min_compile_secs) {
-    skip("compile took " + std::to_string(report.compile_ms / 1000.0) +
-             " s, less than "
-             "KILN_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=" +
-             std::to_string(min_compile_secs),
-         "compile_time");
-  } else {
-    CacheEntryMetadata meta;
-    meta.module_name = module;
-    meta.producer_version = kiln_version();
-    meta.compile_time_ms = static_cast<int64_t>(report.compile_ms + 0.5);
-    meta.created_micros = cache_env()->now_micros();
-    meta.components = key.components;
-    std::string entry = encode_cache_entry(meta, exe->serialize());
-    if (static_cast<int64_t>(entry.size()) < min_size) {
-      skip("entry of " + std::to_string(entry.size()) +
-               " bytes is smaller than "
-               "KILN_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=" +
-               std::to_string(min_size),
-           "entry_size");
-    } else {
-      Status put = store->put(key.key, entry);
-      if (!put.ok()) {
-        store->count("write_errors");
-        std::string message = "Error writing persistent compilation cache entry for '" + module +
-                              "': " + error_type(put) + ": " + put.message();
-        if (raise_errors) return Status(put.code(), message);
-        log::warning(message);
-      } else {
-        store->count("writes");
-        monitoring::record_event("cache_writes");
-        if (expect_pgle)
-          log::warning("PERSISTENT CACHE WRITE with key '" + key.key + "' for '" + module +
-                       "': this is unexpected because KILN_COMPILATION_CACHE_EXPECT_PGLE is "
-                       "set; the run that filled the cache may not have run this program "
-                       "enough times");
-      }
-    }
-  }
+  KILN_RETURN_IF_ERROR(
+      write_entry(client, store, key, report, expect_pgle, [&] { return exe->serialize(); }));
   std::lock_guard<std::mutex> l(s.mutex);
   memory_put(s, key.key, exe);
   return exe;
+}
+
+Result<std::string> compile_or_get_cached_serialized(const Client& client,
+                                                     const ModuleSource& source,
+                                                     const CompileOptions& raw_options,
+                                                     CompileReport* report_out) {
+  CompileReport local_report;
+  CompileReport& report = report_out ? *report_out : local_report;
+  report = CompileReport();
+  CompileOptions options = resolve_compile_options(raw_options);
+  auto compile = [&]() -> Result<std::string> {
+    auto start = Clock::now();
+    auto bytes = client.compile_serialized(source, options);
+    report.compile_ms = seconds_since(start) * 1000;
+    report.compiled = true;
+    if (!bytes.ok()) return run_error_handlers(bytes.status());
+    return bytes;
+  };
+  KILN_ASSIGN_OR_RETURN(CacheStore * store, persistent_cache_store());
+  if (store == nullptr) return compile();
+  KILN_ASSIGN_OR_RETURN(CacheKey key, compute_cache_key(client, source, options, store));
+  report.key = key.key;
+  report.module_name = key.module_name;
+  auto bytes = store->get(key.key);
+  if (bytes.ok() && bytes->has_value()) {
+    auto decoded = decode_cache_entry(**bytes);
+    if (decoded.ok()) {
+      report.cache = "hit";
+      store->count("hits");
+      return std::move(decoded->payload);
+    }
+    store->count("corrupt");
+    (void)store->remove(key.key);
+  }
+  report.cache = "miss";
+  store->count("misses");
+  KILN_ASSIGN_OR_RETURN(std::string serialized, compile());
+  KILN_RETURN_IF_ERROR(write_entry(client, store, key, report,
+                                   config::get_bool("KILN_COMPILATION_CACHE_EXPECT_PGLE"),
+                                   [&] { return serialized; }));
+  return serialized;
 }
 
 Result<std::string> sync_fdo_profile(const Client& client, const CompileOptions& options,

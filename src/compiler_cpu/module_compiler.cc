@@ -407,6 +407,8 @@ class MlirModuleCompiler : public ModuleCompiler {
     return module;
   }
 
+  HostDescription describe_host() override { return {triple_, host_cpu_, host_features_}; }
+
   Result<CanonicalModule> canonicalize(const ModuleSource& source, bool keep_locations) override {
     std::lock_guard<std::mutex> lock(mutex_);
     mlir::MLIRContext context(registry_);

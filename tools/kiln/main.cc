@@ -492,27 +492,75 @@ std::string target_description(const kiln::CompileTarget& t) {
   if (t.is_host()) return "this machine";
   return (t.cpu.empty() ? std::string("generic CPU") : "CPU " + t.cpu) +
          (t.triple.empty() ? "" : " on " + t.triple) +
-         (t.features.empty() ? "" : " with " + t.features);
+         (t.features.empty() ? ""
+          : t.features.size() <= 60
+              ? " with " + t.features
+              : " with " +
+                    std::to_string(std::count(t.features.begin(), t.features.end(), ',') + 1) +
+                    " features");
 }
 
-int compile_command(const std::string& file, const std::string& output, const std::string& effort,
-                    const std::vector<std::string>& disabled, const kiln::CompileTarget& target) {
-  auto client = kiln::Client::create_cpu();
-  if (!client.ok()) return fail(client.status());
-  auto options = compile_options(effort, disabled);
+struct CompileArgs {
+  std::string file, output, effort = "UNKNOWN";
+  std::vector<std::string> disabled;
+  kiln::CompileTarget target;
+  int devices = 0;  // 0: this machine's (KILN_CPU_DEVICE_COUNT), or 1 for another target
+  bool fill_cache = false;
+};
+
+// `kiln compile`: for this machine through its client, or for another target through a
+// compile-only client whose keys are those of a real client there.
+int compile_command(const CompileArgs& args) {
+  if (args.output.empty() && !args.fill_cache)
+    return fail(kiln::invalid_argument(
+        "kiln compile needs somewhere to put the result: -o FILE.kx, --fill-cache, or both"));
+  auto options = compile_options(args.effort, args.disabled);
   if (!options.ok()) return fail(options.status());
-  options->target = target;
-  auto source = kiln::ModuleSource::from_file(file);
+  auto source = kiln::ModuleSource::from_file(args.file);
   if (!source.ok()) return fail(source.status());
+  bool other_target = !args.target.is_host() || args.devices > 0;
+  auto client = kiln::Client::create_cpu(args.devices);
+  if (!client.ok()) return fail(client.status());
+  if (other_target) {
+    kiln::CompileTarget target = args.target;
+    if (target.triple.empty()) {  // this machine's architecture, another CPU or device count
+      auto host = (*client)->target();
+      if (!host.ok()) return fail(host.status());
+      target.triple = host->triple;
+      if (args.target.is_host()) target = *host;
+    }
+    client = kiln::Client::create_compile_only(target, std::max(1, args.devices));
+    if (!client.ok()) return fail(client.status());
+  }
   // Serialised without loading: the target may be another machine.
   auto start = Clock::now();
-  auto bytes = (*client)->compile_serialized(*source, *options);
+  kiln::CompileReport report;
+  kiln::Result<std::string> bytes = kiln::internal_error("not compiled");
+  if (args.fill_cache && !other_target) {
+    auto exe = kiln::compile_or_get_cached(**client, *source, *options, &report);
+    bytes = exe.ok() ? kiln::Result<std::string>((*exe)->serialize())
+                     : kiln::Result<std::string>(exe.status());
+  } else if (args.fill_cache) {
+    bytes = kiln::compile_or_get_cached_serialized(**client, *source, *options, &report);
+  } else {
+    bytes = (*client)->compile_serialized(*source, *options);
+  }
   double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   if (!bytes.ok()) return fail(bytes.status());
-  kiln::Status written = kiln::write_file(output, *bytes);
-  if (!written.ok()) return fail(written);
-  std::printf("wrote %s (%zu bytes) for %s, compiled in %.0f ms\n", output.c_str(), bytes->size(),
-              target_description(options->target).c_str(), ms);
+  std::string target_text =
+      other_target ? target_description(*(*client)->target()) : "this machine";
+  if (!args.output.empty()) {
+    kiln::Status written = kiln::write_file(args.output, *bytes);
+    if (!written.ok()) return fail(written);
+    std::printf("wrote %s (%zu bytes) for %s, compiled in %.0f ms\n", args.output.c_str(),
+                bytes->size(), target_text.c_str(), ms);
+  }
+  if (args.fill_cache) {
+    std::printf(
+        "cache: %s, key %s (%s, %zu devices)%s\n", report.cache.c_str(), report.key.c_str(),
+        target_text.c_str(), (*client)->devices().size(),
+        report.skipped_write.empty() ? "" : ("; not stored: " + report.skipped_write).c_str());
+  }
   return 0;
 }
 
@@ -570,14 +618,20 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--replicas", run.replicas,
                       "run R replicas, one per device (KILN_CPU_DEVICE_COUNT >= R)");
 
-  std::string compile_file, compile_output, compile_effort = "UNKNOWN";
-  std::vector<std::string> compile_disabled;
-  CLI::App* compile_cmd = app.add_subcommand("compile", "compile to a serialised executable (.kx)");
-  compile_cmd->add_option("file", compile_file, "MLIR file")->required();
-  compile_cmd->add_option("-o,--output", compile_output, "output .kx file")->required();
-  compile_cmd->add_option("-O,--effort", compile_effort, "effort level O0..O3");
-  compile_cmd->add_option("--disable-pass", compile_disabled, "leave a pipeline pass out");
-  kiln::CompileTarget compile_target;
+  CompileArgs compile_args;
+  CLI::App* compile_cmd =
+      app.add_subcommand("compile",
+                         "compile to a serialised executable (.kx) and/or into the cache, for this "
+                         "machine or another target");
+  compile_cmd->add_option("file", compile_args.file, "MLIR file")->required();
+  compile_cmd->add_option("-o,--output", compile_args.output, "output .kx file");
+  compile_cmd->add_flag("--fill-cache", compile_args.fill_cache,
+                        "store the executable in the cache under the target's key");
+  compile_cmd->add_option("-O,--effort", compile_args.effort, "effort level O0..O3");
+  compile_cmd->add_option("--disable-pass", compile_args.disabled, "leave a pipeline pass out");
+  compile_cmd->add_option("--devices", compile_args.devices,
+                          "device count of the target machine (compile-only client)");
+  kiln::CompileTarget& compile_target = compile_args.target;
   compile_cmd->add_option("--target-triple", compile_target.triple,
                           "generate code for this triple (e.g. aarch64-unknown-linux-gnu)");
   compile_cmd->add_option("--target-cpu", compile_target.cpu, "LLVM CPU name (e.g. x86-64-v2)");
@@ -620,9 +674,7 @@ int main(int argc, char** argv) {
 
   if (run_cmd->parsed()) return run_command(run);
   if (profile_show_cmd->parsed()) return profile_show_command(profile_what);
-  if (compile_cmd->parsed())
-    return compile_command(compile_file, compile_output, compile_effort, compile_disabled,
-                           compile_target);
+  if (compile_cmd->parsed()) return compile_command(compile_args);
   if (pipeline_cmd->parsed()) {
     auto level = kiln::parse_effort_level(pipeline_effort);
     if (!level.ok()) return fail(level.status());
@@ -650,6 +702,11 @@ int main(int argc, char** argv) {
     std::printf("kiln %s\nllvm %s\nplatform %s\nplatform version %s\n", kiln::kiln_version(),
                 kiln::llvm_version(), (*client)->platform().c_str(),
                 (*client)->platform_version().c_str());
+    // What `kiln compile --target-triple T --target-cpu C --target-features F` needs to build
+    // for this machine elsewhere.
+    if (auto target = (*client)->target(); target.ok())
+      std::printf("target triple %s\ntarget cpu %s\ntarget features %s\n", target->triple.c_str(),
+                  target->cpu.c_str(), target->features.c_str());
     return 0;
   }
   return 0;

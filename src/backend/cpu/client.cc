@@ -2,15 +2,23 @@
 
 #include <cpuid.h>
 #include <dlfcn.h>
+#include <unistd.h>
+#include <xxhash.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 #include "backend/cpu/compiler_interface.h"
+#include "kiln/cache.h"
+#include "kiln/config.h"
+#include "kiln/env.h"
 #include "kiln/file.h"
+#include "kiln/logging.h"
 #include "kiln_build_info.h"
 
 namespace kiln {
@@ -80,9 +88,67 @@ Result<cpu::ModuleCompiler*> module_compiler() {
   return compiler;
 }
 
+std::string describe_platform(const std::string& triple, const std::string& cpu,
+                              const std::string& features) {
+  return std::string("kiln ") + KILN_VERSION + "; llvm " + KILN_LLVM_VERSION + "; " + triple +
+         "; " + cpu + "; " + features;
+}
+
+// This host in LLVM's terms, without loading LLVM on the hit path: LLVM's answer is kept in
+// <cache dir>/hosts/<digest of the cpuid identity and versions>.txt, so only the first process on a
+// machine type (with a fresh cache directory) loads the compiler library to ask.
+Result<cpu::HostDescription> host_description() {
+  static std::mutex mutex;
+  static std::optional<cpu::HostDescription> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (known) return *known;
+  std::string identity =
+      host_cpu_identity() + ";kiln " + KILN_VERSION + ";llvm " + KILN_LLVM_VERSION;
+  std::string dir = *config::get_string("KILN_CACHE_DIR");
+  if (dir.empty()) dir = default_cache_directory();
+  char digest[17];
+  std::snprintf(digest, sizeof(digest), "%016llx",
+                static_cast<unsigned long long>(XXH3_64bits(identity.data(), identity.size())));
+  std::string path = dir + "/hosts/" + digest + ".txt";
+  if (auto text = read_file(path); text.ok()) {
+    std::istringstream lines(*text);
+    std::string stored_identity;
+    cpu::HostDescription d;
+    if (std::getline(lines, stored_identity) && stored_identity == identity &&
+        std::getline(lines, d.triple) && std::getline(lines, d.cpu) &&
+        std::getline(lines, d.features) && !d.triple.empty() && !d.cpu.empty()) {
+      known = d;
+      return d;
+    }
+  }
+  KILN_ASSIGN_OR_RETURN(cpu::ModuleCompiler * compiler, module_compiler());
+  known = compiler->describe_host();
+  // Best effort: without a writable cache directory the next process asks LLVM again.
+  Env* env = Env::posix();
+  std::string tmp = path + ".tmp" + std::to_string(getpid());
+  if (env->create_dirs(dir + "/hosts").ok() &&
+      write_file(
+          tmp, identity + "\n" + known->triple + "\n" + known->cpu + "\n" + known->features + "\n")
+          .ok() &&
+      env->rename_file(tmp, path).ok()) {
+    log::debug("described this host for the cache in " + path);
+  } else {
+    std::remove(tmp.c_str());
+  }
+  return *known;
+}
+
 // Compiles and stamps what the client knows: its platform version and each replica's device.
+// A compile-only client compiles for its target.
 Result<cpu::CompiledModule> compile_module(const Client& client, const ModuleSource& source,
-                                           const CompileOptions& options) {
+                                           const CompileOptions& raw_options) {
+  CompileOptions options = raw_options;
+  if (client.compile_only()) {
+    if (!options.target.is_host())
+      return invalid_argument(
+          "a compile-only client compiles for its own target; leave CompileOptions::target empty");
+    options.target = *client.target();
+  }
   KILN_ASSIGN_OR_RETURN(std::vector<int> replicas, client.replica_devices(options));
   KILN_ASSIGN_OR_RETURN(cpu::ModuleCompiler * compiler, module_compiler());
   KILN_ASSIGN_OR_RETURN(cpu::CompiledModule compiled, compiler->compile(source, options));
@@ -121,9 +187,45 @@ Result<std::unique_ptr<Client>> Client::create_cpu(int device_count, int process
   client->process_index_ = process_index;
   for (int i = 0; i < device_count; ++i)
     client->devices_.push_back(Device{i, process_index, "cpu"});
-  client->platform_version_ = std::string("kiln ") + KILN_VERSION + "; llvm " + KILN_LLVM_VERSION +
-                              "; " + KILN_TARGET_TRIPLE + "; " + host_cpu_identity();
   return client;
+}
+
+Result<std::unique_ptr<Client>> Client::create_compile_only(const CompileTarget& target,
+                                                            int device_count) {
+  if (target.triple.empty())
+    return invalid_argument(
+        "a compile-only client needs a target triple (e.g. x86_64-pc-linux-gnu, "
+        "aarch64-unknown-linux-gnu); `kiln version` prints this machine's");
+  if (device_count < 1 || device_count > 4096)
+    return invalid_argument(std::to_string(device_count) +
+                            " is not a device count between 1 and 4096");
+  std::unique_ptr<Client> client(new Client());
+  client->compile_only_ = true;
+  client->target_ = target;
+  if (client->target_.cpu.empty()) client->target_.cpu = "generic";
+  for (int i = 0; i < device_count; ++i) client->devices_.push_back(Device{i, 0, "cpu"});
+  client->platform_version_ =
+      describe_platform(client->target_.triple, client->target_.cpu, client->target_.features);
+  std::call_once(client->platform_once_, [] {});
+  return client;
+}
+
+Result<CompileTarget> Client::target() const {
+  if (compile_only_) return target_;
+  KILN_ASSIGN_OR_RETURN(cpu::HostDescription d, host_description());
+  return CompileTarget{d.triple, d.cpu, d.features};
+}
+
+const std::string& Client::platform_version() const {
+  std::call_once(platform_once_, [this] {
+    auto d = host_description();
+    // Without the compiler library the CPU cannot be named in LLVM's terms; the cpuid identity
+    // still keeps keys of different machines apart.
+    platform_version_ = d.ok()
+                            ? describe_platform(d->triple, d->cpu, d->features)
+                            : describe_platform(KILN_TARGET_TRIPLE, "unknown", host_cpu_identity());
+  });
+  return platform_version_;
 }
 
 Result<CanonicalModule> Client::canonicalize(const ModuleSource& source,
@@ -155,6 +257,19 @@ std::vector<Device> Client::local_devices() const {
 
 Result<std::string> Client::compile_serialized(const ModuleSource& source,
                                                const CompileOptions& options) const {
+  if (compile_only_ && options.target.is_host()) {
+    // The seed's rule: a real client of the same platform version and device count compiles
+    // instead (it could measure), unless the module has host callbacks. The code is the same.
+    auto host = Client::create_cpu();
+    bool callbacks = source.bytes.find("kiln.host_callback") != std::string::npos;
+    if (host.ok() && !callbacks && (*host)->platform_version() == platform_version_ &&
+        (*host)->devices().size() == devices_.size()) {
+      log::debug("compile-only client for " + target_.triple + "/" + target_.cpu +
+                 ": compiling through this machine's client (same platform version and device "
+                 "count, no host callbacks)");
+      return (*host)->compile_serialized(source, options);
+    }
+  }
   KILN_ASSIGN_OR_RETURN(cpu::CompiledModule compiled, compile_module(*this, source, options));
   return Executable::serialize_parts(compiled.info, compiled.entry_points, compiled.shared_object,
                                      compiled.callbacks);
@@ -199,6 +314,11 @@ Result<std::vector<int>> Client::replica_devices(const CompileOptions& options) 
 
 Result<std::shared_ptr<Executable>> Client::compile(const ModuleSource& source,
                                                     const CompileOptions& options) const {
+  if (compile_only_)
+    return unimplemented("the compile-only client for " + target_.triple + "/" + target_.cpu +
+                         " loads nothing; use compile_serialized or "
+                         "compile_or_get_cached_serialized (kiln compile ... -o FILE / "
+                         "--fill-cache)");
   KILN_ASSIGN_OR_RETURN(cpu::CompiledModule compiled, compile_module(*this, source, options));
   return Executable::load(std::move(compiled.info), std::move(compiled.entry_points),
                           compiled.shared_object, std::move(compiled.callbacks));

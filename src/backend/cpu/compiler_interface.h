@@ -22,9 +22,17 @@ struct CompiledModule {
   std::vector<HostCallbackSignature> callbacks;
 };
 
+// This machine in LLVM's terms: what a compile for the host generates code for.
+struct HostDescription {
+  std::string triple;
+  std::string cpu;
+  std::string features;  // sorted, comma-separated, "+name" / "-name"
+};
+
 class ModuleCompiler {
  public:
   virtual ~ModuleCompiler() = default;
+  virtual HostDescription describe_host() = 0;
   // The module printed in a canonical form: comments, formatting and (unless `keep_locations`)
   // debug locations do not change it.
   virtual Result<CanonicalModule> canonicalize(const ModuleSource& source, bool keep_locations) = 0;
