@@ -95,6 +95,8 @@ TEST_F(CliCacheTest, StatsLsExplainVerifyGcClear) {
   EXPECT_EQ(s["counters"]["hits"], 1);
   EXPECT_EQ(s["counters"]["misses"], 2);
   EXPECT_EQ(s["counters"]["writes"], 2);
+  EXPECT_EQ(s["entries"], 2);  // executables only; the raw-bytes aliases are counted apart
+  EXPECT_EQ(s["alias_records"], 2);
 
   ProcessResult ls = kiln({"cache", "ls"});
   EXPECT_THAT(ls.out, HasSubstr("module mlp"));

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "backend/cpu/pipeline.h"
+#include "compile/text_canonical.h"
 #include "kiln/config.h"
 #include "kiln/npy.h"
 #include "test_support.h"
@@ -170,6 +171,58 @@ TEST_F(CompileOptionsTest, DetailedLoggingFollowsTheOpCountBound) {
       get_compile_options(1, 1, std::vector<std::vector<int>>{}, {}, "", 9)->detailed_logging);
   EXPECT_TRUE(
       get_compile_options(1, 1, std::vector<std::vector<int>>{}, {}, "", 10)->detailed_logging);
+}
+
+// ---- the canonical text form behind cache keys ----------------------------------------------
+
+std::string canonical(const std::string& text, bool keep_locations = false) {
+  auto c = canonicalize_mlir_text(text, keep_locations);
+  EXPECT_TRUE(c.has_value()) << text;
+  return c ? c->text : "";
+}
+
+TEST(TextCanonicalTest, LayoutCommentsLocationsAndNamesDoNotMatter) {
+  std::string a =
+      "module @m {\n  func.func @f(%a: f32, %b: f32) -> f32 {\n"
+      "    %r = arith.addf %a, %b : f32\n    return %r : f32\n  }\n}\n";
+  std::string b =
+      "#loc = loc(\"m.py\":1:1)\n// comment\nmodule @m {\nfunc.func @f(%x: f32,\n"
+      "   %y: f32) -> f32 {\n  %sum = arith.addf %x, %y : f32 loc(#loc)\n"
+      "  return %sum : f32 loc(fused[\"m.py\":2:3, \"m.py\":4:5])\n}\n}";
+  EXPECT_EQ(canonical(a), canonical(b));
+  EXPECT_NE(canonical(a, true), canonical(b, true));
+  EXPECT_EQ(canonicalize_mlir_text(b, false)->module_name, "m");
+}
+
+TEST(TextCanonicalTest, AnyChangeToTheProgramChangesTheForm) {
+  std::string base =
+      "func.func @f(%a: f32, %b: f32) -> f32 {\n  %r = arith.subf %a, %b : f32\n"
+      "  return %r : f32\n}\n";
+  auto variant = [&](const std::string& from, const std::string& to) {
+    std::string v = base;
+    v.replace(v.find(from), from.size(), to);
+    return canonical(v);
+  };
+  EXPECT_NE(canonical(base), variant("subf %a, %b", "subf %b, %a"));  // operands swapped
+  EXPECT_NE(canonical(base), variant("subf", "addf"));
+  EXPECT_NE(canonical(base), variant("@f", "@g"));  // symbols are not renamed
+  EXPECT_NE(canonical(base), variant("f32 {", "f64 {"));
+  EXPECT_NE(canonical("%c = arith.constant -1 : i32"), canonical("%c = arith.constant 1 : i32"));
+  // Strings keep their spaces; words keep the space between them.
+  EXPECT_NE(canonical("x = \"a b\""), canonical("x = \"ab\""));
+  EXPECT_NE(canonical("i32 attributes"), canonical("i32attributes"));
+  EXPECT_EQ(canonicalize_mlir_text(base, false)->module_name, "module");
+}
+
+TEST(TextCanonicalTest, InputTheScanCannotHandleIsLeftToMlir) {
+  EXPECT_FALSE(canonicalize_mlir_text(std::string("ML\xefR\x00\x01", 6), false).has_value());
+  EXPECT_FALSE(canonicalize_mlir_text("x = \"unterminated", false).has_value());
+  EXPECT_FALSE(canonicalize_mlir_text("%r = op : f32 loc(\"a\":1", false).has_value());
+  EXPECT_EQ(canonicalize_mlir_text("#map = affine_map<(d0) -> (d0)>\nmodule @\"my model\" "
+                                   "attributes {x} {\n}",
+                                   false)
+                ->module_name,
+            "my model");
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "compile/text_canonical.h"
 #include "core/digest.h"
 #include "kiln/compile.h"
 #include "kiln/config.h"
@@ -404,13 +405,24 @@ Result<CacheKey> compute_cache_key(const Client& client, const ModuleSource& sou
       }
     }
   }
-  KILN_ASSIGN_OR_RETURN(CanonicalModule canonical, client.canonicalize(source, keep_locations));
+  // Text is canonicalised by a scan (no MLIR); bytecode, and text the scan does not handle, by
+  // parsing. The form is hashed too, so the two never share a key.
+  CanonicalModule canonical;
+  std::string form = "canonical text";
+  if (auto text = canonicalize_mlir_text(source.bytes, keep_locations)) {
+    canonical.module_name = std::move(text->module_name);
+    canonical.text = std::move(text->text);
+  } else {
+    KILN_ASSIGN_OR_RETURN(canonical, client.canonicalize(source, keep_locations));
+    form = "canonical bytecode";
+  }
   Sha256 module_hash;
   module_hash.update_framed(keep_locations ? "locations kept" : "locations stripped");
+  module_hash.update_framed(form);
   module_hash.update_framed(canonical.text);
-  std::string description =
-      "module '" + canonical.module_name + "', " + std::to_string(canonical.text.size()) +
-      " canonical bytecode bytes, locations " + (keep_locations ? "kept" : "stripped");
+  std::string description = "module '" + canonical.module_name + "', " +
+                            std::to_string(canonical.text.size()) + " " + form +
+                            " bytes, locations " + (keep_locations ? "kept" : "stripped");
   std::vector<KeyComponent> components{{"module", description, module_hash.hex()}};
   components.insert(components.end(), rest.begin(), rest.end());
   CacheKey key = assemble_key(canonical.module_name, std::move(components));

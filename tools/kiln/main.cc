@@ -205,7 +205,7 @@ std::string stored_profile_path(const std::string& module_name) {
 // `kiln run --pgle`: profiling runs, the one recompile, optimised runs, then the hottest kernels
 // before and after.
 int run_pgle(kiln::ProfileGuidedProgram& program, const kiln::EntryPoint& ep,
-             const std::vector<kiln::Buffer>& inputs, const RunArgs& args) {
+             const std::vector<kiln::Buffer>& inputs, const RunArgs& args, int process_index) {
   const kiln::CompileReport& first = program.first_report();
   std::printf("pgle: %s (%s, key %s)\n",
               first.pgle == "optimised (cached)"
@@ -256,7 +256,9 @@ int run_pgle(kiln::ProfileGuidedProgram& program, const kiln::EntryPoint& ep,
   auto profile = kiln::decode_fdo_profile(program.fdo_profile());
   if (!profile.ok()) return fail(profile.status());
   std::string path = args.profile_out;
-  if (path.empty() && kiln::config::get_bool("KILN_ENABLE_COMPILATION_CACHE"))
+  // The cache directory's profiles are a side cache: only the cache's writer process updates it.
+  if (path.empty() && kiln::config::get_bool("KILN_ENABLE_COMPILATION_CACHE") &&
+      process_index == kiln::config::get_int("KILN_CACHE_WRITER"))
     path = stored_profile_path(program.executable()->info().module_name);
   if (!path.empty()) {
     kiln::Status s = kiln::Env::posix()->create_dirs(path.substr(0, path.rfind('/')));
@@ -376,7 +378,7 @@ int run_command(const RunArgs& args) {
     input_sets.push_back(std::move(inputs));
   }
   if (replicas > 1) return run_replicas(**exe, ep, input_sets, args);
-  if (program) return run_pgle(*program, ep, input_sets[0], args);
+  if (program) return run_pgle(*program, ep, input_sets[0], args, (*client)->process_index());
   const std::vector<kiln::Buffer>& inputs = input_sets[0];
   std::vector<kiln::Buffer> results;
   double first_run_ms = 0, best_run_ms = 1e300;

@@ -97,20 +97,24 @@ std::string describe_platform(const std::string& triple, const std::string& cpu,
 // This host in LLVM's terms, without loading LLVM on the hit path: LLVM's answer is kept in
 // <cache dir>/hosts/<digest of the cpuid identity and versions>.txt, so only the first process on a
 // machine type (with a fresh cache directory) loads the compiler library to ask.
-Result<cpu::HostDescription> host_description() {
+// A side cache in the seed's sense: used only while the persistent cache is on, and updated only by
+// the cache's writer process (the others read it).
+Result<cpu::HostDescription> host_description(int process_index) {
   static std::mutex mutex;
   static std::optional<cpu::HostDescription> known;
   std::lock_guard<std::mutex> lock(mutex);
   if (known) return *known;
   std::string identity =
       host_cpu_identity() + ";kiln " + KILN_VERSION + ";llvm " + KILN_LLVM_VERSION;
+  bool use_cache = config::get_bool("KILN_ENABLE_COMPILATION_CACHE");
+  bool writer = process_index == config::get_int("KILN_CACHE_WRITER");
   std::string dir = *config::get_string("KILN_CACHE_DIR");
   if (dir.empty()) dir = default_cache_directory();
   char digest[17];
   std::snprintf(digest, sizeof(digest), "%016llx",
                 static_cast<unsigned long long>(XXH3_64bits(identity.data(), identity.size())));
   std::string path = dir + "/hosts/" + digest + ".txt";
-  if (auto text = read_file(path); text.ok()) {
+  if (auto text = use_cache ? read_file(path) : Result<std::string>(not_found(path)); text.ok()) {
     std::istringstream lines(*text);
     std::string stored_identity;
     cpu::HostDescription d;
@@ -126,7 +130,7 @@ Result<cpu::HostDescription> host_description() {
   // Best effort: without a writable cache directory the next process asks LLVM again.
   Env* env = Env::posix();
   std::string tmp = path + ".tmp" + std::to_string(getpid());
-  if (env->create_dirs(dir + "/hosts").ok() &&
+  if (use_cache && writer && env->create_dirs(dir + "/hosts").ok() &&
       write_file(
           tmp, identity + "\n" + known->triple + "\n" + known->cpu + "\n" + known->features + "\n")
           .ok() &&
@@ -212,13 +216,13 @@ Result<std::unique_ptr<Client>> Client::create_compile_only(const CompileTarget&
 
 Result<CompileTarget> Client::target() const {
   if (compile_only_) return target_;
-  KILN_ASSIGN_OR_RETURN(cpu::HostDescription d, host_description());
+  KILN_ASSIGN_OR_RETURN(cpu::HostDescription d, host_description(process_index_));
   return CompileTarget{d.triple, d.cpu, d.features};
 }
 
 const std::string& Client::platform_version() const {
   std::call_once(platform_once_, [this] {
-    auto d = host_description();
+    auto d = host_description(process_index_);
     // Without the compiler library the CPU cannot be named in LLVM's terms; the cpuid identity
     // still keeps keys of different machines apart.
     platform_version_ = d.ok()
