@@ -18,7 +18,6 @@ std::string key_name(int i) {
   return key;
 }
 
-
 CacheEntryMetadata sample_metadata() {
   CacheEntryMetadata m;
   m.module_name = "net";

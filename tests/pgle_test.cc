@@ -70,6 +70,25 @@ TEST(PgleProfileTest, ProfilerAggregatesEachCandidateAcrossRunsAndDevices) {
   EXPECT_EQ(fill->samples, 4u);
 }
 
+TEST(PgleProfileTest, WarmUpRunsAreNeitherRecordedNorRotated) {
+  PgleProfiler profiler(2, 50, /*warmup_runs=*/1);
+  auto kernels = two_kernels();
+  EXPECT_TRUE(profiler.warming_up());
+  EXPECT_EQ(profiler.begin_run(), 0u);  // the warm-up runs the default candidates
+  profiler.record(kernels, {{0, 9999, true}, {0, 9999, true}});
+  EXPECT_FALSE(profiler.warming_up());
+  EXPECT_EQ(profiler.runs_recorded(), 0);
+  EXPECT_EQ(profiler.begin_run(), 0u);
+  profiler.record(kernels, {{0, 100, true}, {0, 10, true}});
+  EXPECT_EQ(profiler.begin_run(), 1u);
+  profiler.record(kernels, {{1, 60, true}, {0, 20, true}});
+  EXPECT_TRUE(profiler.done());
+  FdoProfile p = profiler.aggregate();
+  EXPECT_EQ(p.runs, 2u);
+  EXPECT_EQ(p.find(0x50)->candidate_ns, (std::vector<int64_t>{100, 60}));
+  EXPECT_EQ(p.find(0x30)->candidate_ns, (std::vector<int64_t>{15}));
+}
+
 TEST(PgleProfileTest, BytesAreDeterministicAndRoundTrip) {
   auto kernels = two_kernels();
   std::vector<KernelInfo> reversed = {kernels[1], kernels[0]};
@@ -194,7 +213,8 @@ TEST_F(PgleFlowTest, ProfilesNRunsRecompilesOnceAndNeverAgain) {
     ASSERT_TRUE(out.ok()) << out.status().to_string();
     if (run == 1) first_result = *out;
     last_result = *out;
-    EXPECT_EQ(p->recompiles(), run < 3 ? 0 : 1) << "after run " << run;
+    // One warm-up execution (KILN_PGLE_WARMUP_RUNS), then three profiling runs.
+    EXPECT_EQ(p->recompiles(), run < 4 ? 0 : 1) << "after run " << run;
   }
   EXPECT_EQ(p->last_report().pgle, "optimised");
   EXPECT_TRUE(p->last_report().compiled);
@@ -220,7 +240,7 @@ TEST_F(PgleFlowTest, ProfilesNRunsRecompilesOnceAndNeverAgain) {
 }
 
 TEST_F(PgleFlowTest, Case1ThePgleEntryIsLoadedAndNothingIsProfiled) {
-  run_flow(3);
+  run_flow(4);
   forget_memory();
   auto p = program();
   ASSERT_NE(p, nullptr);
@@ -255,7 +275,7 @@ TEST_F(PgleFlowTest, FirstPassPgleAndPlainBuildsHaveThreeDifferentKeys) {
   CompileReport first_pass, plain;
   ASSERT_TRUE(
       compile_or_get_cached(testing::shared_client(), source_, CompileOptions(), &first_pass).ok());
-  run_flow(3);
+  run_flow(4);
   CompileReport optimised;
   forget_memory();
   ASSERT_TRUE(
@@ -325,7 +345,7 @@ TEST_F(PgleFlowTest, ExpectPgleWarnsWhenItWritesAndLoadsThePgleEntry) {
   // With the PGLE entry stored, an expect-PGLE process without PGLE loads it.
   ASSERT_TRUE(config::set("KILN_COMPILATION_CACHE_EXPECT_PGLE", "false").ok());
   forget_memory();
-  run_flow(3);
+  run_flow(4);
   forget_memory();
   ASSERT_TRUE(config::set("KILN_ENABLE_PGLE", "false").ok());
   ASSERT_TRUE(config::set("KILN_COMPILATION_CACHE_EXPECT_PGLE", "true").ok());
@@ -344,7 +364,7 @@ TEST_F(PgleFlowTest, ColdKernelsCompiledAtLowEffortComputeTheSameResults) {
   auto reference = p->execute("main", inputs_);
   ASSERT_TRUE(reference.ok());
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(p->execute("main", inputs_).ok());
-  ASSERT_EQ(p->recompiles(), 1);
+  ASSERT_EQ(p->recompiles(), 1);  // the reference run was the warm-up
   auto out = p->execute("main", inputs_);
   ASSERT_TRUE(out.ok());
   expect_close((*reference)[0], (*out)[0]);

@@ -75,9 +75,10 @@ struct KernelSample {
 // Thread-safe: replicas of one executable record concurrently.
 class PgleProfiler {
  public:
-  // `runs` profiling runs to collect; costs aggregate at `percentile`.
-  PgleProfiler(int runs, double percentile);
-  // From KILN_PGLE_PROFILING_RUNS and KILN_PGLE_AGGREGATION_PERCENTILE.
+  // `runs` profiling runs to collect after `warmup_runs` unrecorded ones; costs aggregate at
+  // `percentile`.
+  PgleProfiler(int runs, double percentile, int warmup_runs = 0);
+  // From KILN_PGLE_PROFILING_RUNS, KILN_PGLE_AGGREGATION_PERCENTILE and KILN_PGLE_WARMUP_RUNS.
   static std::shared_ptr<PgleProfiler> from_flags();
 
   bool enabled() const;
@@ -86,9 +87,12 @@ class PgleProfiler {
   // Enough runs recorded to build the profile.
   bool done() const;
   int runs_recorded() const;
+  // The next execution is a warm-up: run, but not measured.
+  bool warming_up() const;
   int runs_wanted() const { return runs_; }
 
-  // The run index an instrumented execution uses to pick candidates (one per call).
+  // The rotation index an instrumented execution uses to pick candidates (one per call; warm-up
+  // runs get 0 and run the default candidates).
   uint64_t begin_run();
   void record(const std::vector<KernelInfo>& kernels, const std::vector<KernelSample>& samples);
 
@@ -104,6 +108,8 @@ class PgleProfiler {
   };
   int runs_;
   double percentile_;
+  int warmup_;
+  int discarded_ = 0;
   mutable std::mutex mutex_;
   bool enabled_ = true;
   int recorded_ = 0;

@@ -49,6 +49,10 @@ const std::vector<FlagInfo>& flag_table() {
        "profile-guided recompilation: profile the first runs, then recompile with the profile",
        false},
       {"KILN_PGLE_PROFILING_RUNS", "3", "runs to profile before the PGLE recompile", false},
+      {"KILN_PGLE_WARMUP_RUNS", "1",
+       "executions of the first pass before the profiling runs, not measured (cold caches and "
+       "pages would dominate); 0 counts like the seed",
+       false},
       {"KILN_PGLE_AGGREGATION_PERCENTILE", "90",
        "percentile at which per-kernel costs of the profiling runs are aggregated", false},
       {"KILN_COMPILATION_CACHE_EXPECT_PGLE", "false",

@@ -203,13 +203,16 @@ double percentile_of(std::vector<double> samples, double p) {
   return samples[lower] + (samples[upper] - samples[lower]) * (rank - double(lower));
 }
 
-PgleProfiler::PgleProfiler(int runs, double percentile)
-    : runs_(std::max(runs, 0)), percentile_(std::clamp(percentile, 0.0, 100.0)) {}
+PgleProfiler::PgleProfiler(int runs, double percentile, int warmup_runs)
+    : runs_(std::max(runs, 0)),
+      percentile_(std::clamp(percentile, 0.0, 100.0)),
+      warmup_(std::max(warmup_runs, 0)) {}
 
 std::shared_ptr<PgleProfiler> PgleProfiler::from_flags() {
   return std::make_shared<PgleProfiler>(
       static_cast<int>(config::get_int("KILN_PGLE_PROFILING_RUNS")),
-      config::get_double("KILN_PGLE_AGGREGATION_PERCENTILE"));
+      config::get_double("KILN_PGLE_AGGREGATION_PERCENTILE"),
+      static_cast<int>(config::get_int("KILN_PGLE_WARMUP_RUNS")));
 }
 
 bool PgleProfiler::enabled() const {
@@ -227,6 +230,11 @@ bool PgleProfiler::done() const {
   return recorded_ >= runs_;
 }
 
+bool PgleProfiler::warming_up() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return enabled_ && discarded_ < warmup_;
+}
+
 int PgleProfiler::runs_recorded() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return recorded_;
@@ -234,13 +242,19 @@ int PgleProfiler::runs_recorded() const {
 
 uint64_t PgleProfiler::begin_run() {
   std::lock_guard<std::mutex> lock(mutex_);
-  return next_run_++;
+  uint64_t run = next_run_++;
+  return run < uint64_t(warmup_) ? 0 : run - warmup_;
 }
 
 void PgleProfiler::record(const std::vector<KernelInfo>& kernels,
                           const std::vector<KernelSample>& samples) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!enabled_) return;
+  // The first executions fault in pages and warm caches: not what a kernel costs.
+  if (discarded_ < warmup_) {
+    ++discarded_;
+    return;
+  }
   for (size_t i = 0; i < kernels.size() && i < samples.size(); ++i) {
     if (!samples[i].ran) continue;
     KernelSamples& k = kernels_[kernels[i].fingerprint];

@@ -219,6 +219,7 @@ int run_pgle(kiln::ProfileGuidedProgram& program, const kiln::EntryPoint& ep,
   double percentile = kiln::config::get_double("KILN_PGLE_AGGREGATION_PERCENTILE");
   for (int r = 0; r < std::max(1, args.repeat); ++r) {
     bool profiling = program.profiling();
+    bool warmup = profiling && program.profiler()->warming_up();
     int recompiles = program.recompiles();
     auto start = Clock::now();
     auto out = program.execute(ep.name, inputs);
@@ -226,9 +227,11 @@ int run_pgle(kiln::ProfileGuidedProgram& program, const kiln::EntryPoint& ep,
     if (!out.ok()) return fail(out.status());
     if (program.recompiles() != recompiles) ms -= program.recompile_ms();  // reported below
     results = std::move(*out);
-    (profiling ? profiling_ms : optimised_ms).push_back(ms);
+    if (!warmup) (profiling ? profiling_ms : optimised_ms).push_back(ms);
     std::printf("run %2d: %9.3f ms  %s\n", r + 1, ms,
-                profiling ? "profiling (contractions rotate their candidates)" : "optimised");
+                warmup      ? "warm-up (not measured)"
+                : profiling ? "profiling (contractions rotate their candidates)"
+                            : "optimised");
     if (program.recompiles() != recompiles) {
       const kiln::CompileReport& re = program.last_report();
       std::printf(

@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <link.h>
 #include <malloc.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -123,6 +124,37 @@ struct ActiveRun {
 };
 thread_local ActiveRun* t_active_run = nullptr;
 
+// Maps in every page of the loaded object's code now, so no kernel (or candidate) pays page faults
+// on its first run: a first-pass build runs each candidate once per profiling run, and first-touch
+// faults would otherwise dominate what the profile measures.
+void prefault_code(const std::string& path) {
+  struct Search {
+    const std::string* path;
+    std::vector<std::pair<uintptr_t, size_t>> ranges;
+  } search{&path, {}};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto* s = static_cast<Search*>(data);
+        if (info->dlpi_name == nullptr || *s->path != info->dlpi_name) return 0;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X))
+            s->ranges.emplace_back(info->dlpi_addr + ph.p_vaddr, ph.p_memsz);
+        }
+        return 1;
+      },
+      &search);
+  long page = sysconf(_SC_PAGESIZE);
+  for (auto [start, size] : search.ranges) {
+    uintptr_t first = start & ~uintptr_t(page - 1);
+    size_t length = start + size - first;
+    if (madvise(reinterpret_cast<void*>(first), length, MADV_POPULATE_READ) == 0) continue;
+    // Older kernels: touch one byte per page instead.
+    for (uintptr_t p = first; p < start + size; p += page)
+      (void)*reinterpret_cast<const volatile char*>(p);
+  }
+}
+
 }  // namespace
 
 // Called by PGLE builds at the start (phase 0, returns the candidate to run) and end (phase 1) of
@@ -134,9 +166,7 @@ extern "C" int64_t kiln_profile_event(const void* site, int64_t kernel, int64_t 
     return 0;
   KernelSample& sample = run->samples[kernel];
   if (phase == 0) {
-    // The first run of a new executable is the slowest (cold caches and pages); rotating from
-    // candidate 1 gives that run to a challenger, so any doubt favours the default.
-    sample.candidate = static_cast<int>((run->run + 1) % (*run->kernels)[kernel].candidates());
+    sample.candidate = static_cast<int>(run->run % (*run->kernels)[kernel].candidates());
     run->started[kernel] = std::chrono::steady_clock::now();
     return sample.candidate;
   }
@@ -236,6 +266,7 @@ Result<std::shared_ptr<Executable>> Executable::load(ExecutableInfo info,
   }
   // PGLE builds report kernel times through two slots.
   if (!exe->info_.kernels.empty()) {
+    prefault_code(path);
     auto* fn_slot = static_cast<void**>(dlsym(exe->library_handle_, "_kiln_prof_fn"));
     auto* site_slot = static_cast<const void**>(dlsym(exe->library_handle_, "_kiln_prof_site"));
     if (fn_slot == nullptr || site_slot == nullptr)
