@@ -295,6 +295,7 @@ PglePlan pgle_plan(const CompileOptions& options, const std::string& module_name
     }
   }
   plan.cold_share_percent = config::get_double("KILN_PGLE_COLD_SHARE_PERCENT");
+  plan.cold_max_ns = config::get_int("KILN_PGLE_COLD_MAX_NS");
   return plan;
 }
 

@@ -165,8 +165,10 @@ std::vector<KernelInfo> instrument_kernels(mlir::ModuleOp module, const PglePlan
         double(profile.total_ns()) - (by_cost.empty() ? 0.0 : double(by_cost.back().first));
     double budget = total * plan.cold_share_percent / 100.0;
     double spent = 0;
+    // Low effort loses vectorisation: a kernel with real work runs many times slower, so only
+    // kernels whose absolute cost is tiny qualify, however small their share.
     for (const auto& [ns, k] : by_cost) {
-      if (spent + double(ns) > budget) break;
+      if (ns > plan.cold_max_ns || spent + double(ns) > budget) break;
       spent += double(ns);
       cold[k] = true;
     }

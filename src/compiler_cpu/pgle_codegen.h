@@ -21,6 +21,7 @@ struct PglePlan {
   bool instrument = false;  // time every kernel; contractions rotate their candidates
   std::optional<FdoProfile> profile;
   double cold_share_percent = 0;  // kernels whose costs add up to this share get low effort
+  int64_t cold_max_ns = 0;        // ... each costing at most this much
   bool active() const { return instrument || profile.has_value(); }
 };
 

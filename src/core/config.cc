@@ -57,10 +57,12 @@ const std::vector<FlagInfo>& flag_table() {
        "percentile at which per-kernel costs of the profiling runs are aggregated", false},
       {"KILN_COMPILATION_CACHE_EXPECT_PGLE", "false",
        "expect PGLE-optimised entries in the cache; warn when one is missing or written", false},
-      {"KILN_PGLE_COLD_SHARE_PERCENT", "1",
+      {"KILN_PGLE_COLD_SHARE_PERCENT", "2",
        "PGLE compiles the cheapest kernels, together up to this share of the run time, at low "
        "effort",
        true},
+      {"KILN_PGLE_COLD_MAX_NS", "10000",
+       "only kernels costing at most this many nanoseconds may be compiled at low effort", true},
       {"KILN_SHARE_BINARY_BETWEEN_HOSTS", "false",
        "in a multi-process job, the leader compiles and the others load its executable", false},
       {"KILN_SHARE_BINARY_BETWEEN_HOSTS_TIMEOUT_MS", "1200000",
