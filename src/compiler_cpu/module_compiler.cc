@@ -20,6 +20,7 @@
 #include "compiler_cpu/transform_scripts.h"
 #include "kiln/config.h"
 #include "kiln/logging.h"
+#include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -164,6 +165,11 @@ Result<std::string> read_file(const std::string& path) {
   return bytes.str();
 }
 
+// Code for x86-64 Linux may call glibc's vector math library (libmvec, part of every glibc).
+bool uses_libmvec(const llvm::Triple& triple) {
+  return triple.getArch() == llvm::Triple::x86_64 && triple.isOSLinux();
+}
+
 // Links one relocatable object into a shared object: the system linker for this machine's
 // architecture, LLVM's lld for any other.
 Result<std::string> link_shared_object(const std::vector<llvm::SmallVector<char, 0>>& objects,
@@ -190,6 +196,8 @@ Result<std::string> link_shared_object(const std::vector<llvm::SmallVector<char,
   std::vector<std::string> argv = {linker, "-shared",     "-Bsymbolic", "--build-id=none",
                                    "-z",   "noexecstack", "-o",         library_path};
   argv.insert(argv.end(), object_paths.begin(), object_paths.end());
+  // Vectorised math calls resolve in libmvec; --as-needed keeps it out when nothing uses it.
+  if (!foreign) argv.insert(argv.end(), {"--as-needed", "-lmvec"});
   Status linked = run_command(argv, log_path);
   Result<std::string> library = linked.ok() ? read_file(library_path) : Result<std::string>(linked);
   for (const std::string& path : object_paths) std::remove(path.c_str());
@@ -742,6 +750,13 @@ class MlirModuleCompiler : public ModuleCompiler {
     llvm::CGSCCAnalysisManager cgam;
     llvm::ModuleAnalysisManager mam;
     llvm::PassBuilder builder(&machine);
+    // glibc's vector math library lets the loop vectoriser turn expf, tanhf, logf... calls into
+    // one call per vector (x86-64 Linux; registered before the defaults so it wins).
+    llvm::Triple triple = module.getTargetTriple();
+    llvm::TargetLibraryInfoImpl library_info(triple, uses_libmvec(triple)
+                                                         ? llvm::VectorLibrary::LIBMVEC
+                                                         : llvm::VectorLibrary::NoLibrary);
+    fam.registerPass([&] { return llvm::TargetLibraryAnalysis(library_info); });
     builder.registerModuleAnalyses(mam);
     builder.registerCGSCCAnalyses(cgam);
     builder.registerFunctionAnalyses(fam);
