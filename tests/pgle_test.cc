@@ -414,6 +414,13 @@ TEST(PgleCliTest, RunPgleProfilesRecompilesAndAFreshProcessLoadsTheResult) {
       << second.out;
   EXPECT_EQ(second.out.find("recompiled"), std::string::npos);
 
+  // Without --pgle, --expect-pgle loads the PGLE-optimised entry (case 1) with no warning.
+  auto expected = run_process({kiln_binary(), "--cache-dir", dir.file("cache"), "run",
+                               program_path("pgle_mlp.mlir"), "--expect-pgle", "--json"});
+  ASSERT_EQ(expected.exit_code, 0) << expected.err;
+  EXPECT_NE(expected.out.find("\"cache\":\"hit\""), std::string::npos) << expected.out;
+  EXPECT_EQ(expected.err.find("PERSISTENT CACHE"), std::string::npos) << expected.err;
+
   auto missing = run_process(
       {kiln_binary(), "--cache-dir", dir.file("cache"), "profile", "show", "no_such_module"});
   EXPECT_NE(missing.exit_code, 0);

@@ -55,6 +55,7 @@ struct RunArgs {
   std::string job;
   int replicas = 1;
   bool pgle = false;
+  bool expect_pgle = false;
   int pgle_runs = -1;
   double pgle_percentile = -1;
   std::string profile_out;
@@ -315,6 +316,7 @@ int run_command(const RunArgs& args) {
   if (!options.ok()) return fail(options.status());
   options->num_replicas = std::max(1, args.replicas);
   if (args.no_cache) (void)kiln::config::set("KILN_ENABLE_COMPILATION_CACHE", "false");
+  if (args.expect_pgle) (void)kiln::config::set("KILN_COMPILATION_CACHE_EXPECT_PGLE", "true");
   bool loaded_compiled = false;
   kiln::CompileReport report;
   std::unique_ptr<kiln::ProfileGuidedProgram> program;
@@ -610,6 +612,9 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--pgle", run.pgle,
                     "profile-guided: profile the first runs, recompile once with the profile");
   run_cmd->add_option("--pgle-runs", run.pgle_runs, "profiling runs (KILN_PGLE_PROFILING_RUNS)");
+  run_cmd->add_flag("--expect-pgle", run.expect_pgle,
+                    "expect a PGLE-optimised cache entry; warn on a miss or a write "
+                    "(KILN_COMPILATION_CACHE_EXPECT_PGLE)");
   run_cmd->add_option("--pgle-percentile", run.pgle_percentile,
                       "aggregation percentile (KILN_PGLE_AGGREGATION_PERCENTILE)");
   run_cmd->add_option("--profile-out", run.profile_out, "write the PGLE profile to this file");
