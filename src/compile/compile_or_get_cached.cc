@@ -509,6 +509,7 @@ Result<std::shared_ptr<Executable>> compile_or_get_cached(const Client& client,
 
   auto key_start = Clock::now();
   Result<CacheKey> key_or = internal_error("no cache key");
+  std::optional<std::pair<std::string, std::string>> prefetched;  // key, entry bytes
   if (!pgle_rules) {
     key_or = compute_cache_key(client, source, options, store);
   } else {
@@ -520,9 +521,12 @@ Result<std::shared_ptr<Executable>> compile_or_get_cached(const Client& client,
     auto plain_key = compute_cache_key(client, source, first_pass, store);
     key_or = plain_key;
     if (pgle_key.ok() && plain_key.ok()) {
+      // An entry found here is kept, so a case-1 hit does not read the store twice.
       auto present = [&](const std::string& key) {
         auto bytes = store->get(key);
-        return bytes.ok() && bytes->has_value();
+        if (!bytes.ok() || !bytes->has_value()) return false;
+        prefetched.emplace(key, std::move(**bytes));
+        return true;
       };
       if (present(pgle_key->key)) {
         // Case 1: use it, and stop profiling.
@@ -605,7 +609,11 @@ Result<std::shared_ptr<Executable>> compile_or_get_cached(const Client& client,
   // Read.
   std::optional<DecodedCacheEntry> stored;
   auto read_start = Clock::now();
-  auto bytes = store->get(key.key);
+  Result<std::optional<std::string>> bytes =
+      prefetched && prefetched->first == key.key
+          ? Result<std::optional<std::string>>(
+                std::optional<std::string>(std::move(prefetched->second)))
+          : store->get(key.key);
   if (!bytes.ok()) {
     store->count("read_errors");
     std::string message = "Error reading persistent compilation cache entry for '" + module +
