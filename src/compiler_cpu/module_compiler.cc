@@ -361,7 +361,9 @@ void guard_masked_rows(mlir::ModuleOp module) {
     int64_t rank = op.getVectorType().getRank();
     if (rank < 2) return;
     llvm::SmallVector<bool> in_bounds = op.getInBoundsValues();
-    for (int64_t d = 0; d + 1 < rank; ++d) in_bounds[d] = false;
+    // A dimension of vector size 1 only runs where the loops put it, inside the buffer.
+    for (int64_t d = 0; d + 1 < rank; ++d)
+      if (op.getVectorType().getDimSize(d) > 1) in_bounds[d] = false;
     op.setInBoundsAttr(mlir::Builder(op.getContext()).getBoolArrayAttr(in_bounds));
   };
   module.walk([&](mlir::vector::TransferReadOp op) { guard(op); });
