@@ -27,6 +27,13 @@ kiln::CacheEntryMetadata metadata(const std::string& name) {
 
 }  // namespace
 
+// "<prefix><n>", appended rather than concatenated (GCC 12 warns falsely on "literal" + string).
+std::string numbered_key(char prefix, unsigned n) {
+  std::string key(1, prefix);
+  key += std::to_string(n);
+  return key;
+}
+
 int main(int argc, char** argv) {
   if (argc < 4) return 2;
   std::string mode = argv[1], dir = argv[2];
@@ -39,7 +46,7 @@ int main(int argc, char** argv) {
   }
   if (mode == "write") {
     for (int i = 0;; ++i) {
-      std::string key = "w" + std::to_string(rng() % 50);
+      std::string key = numbered_key('w', rng() % 50);
       std::string entry = kiln::encode_cache_entry(metadata(key), payload(rng));
       (void)(*store)->put(key, entry);
       if (i % 7 == 0) (void)(*store)->remove(key);
@@ -47,7 +54,7 @@ int main(int argc, char** argv) {
   }
   int ops = std::atoi(argv[4]);
   for (int i = 0; i < ops; ++i) {
-    std::string key = "k" + std::to_string(rng() % 40);
+    std::string key = numbered_key('k', rng() % 40);
     if (rng() % 2) {
       kiln::Status s = (*store)->put(key, kiln::encode_cache_entry(metadata(key), payload(rng)));
       if (!s.ok()) {

@@ -180,5 +180,8 @@ Result<int> import_cache_bundle(CacheStore& store, std::string_view bundle);
 
 // The default directory: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln.
 std::string default_cache_directory();
+// The directory in use: the KILN_CACHE_DIR flag (set from code or the command line), else the
+// default.
+std::string cache_directory();
 
 }  // namespace kiln

@@ -57,6 +57,8 @@ std::string encode_fdo_profile(const FdoProfile& profile);
 // kInvalidArgument for bytes that are not a kiln profile or of another format version;
 // kCorruption for damaged ones.
 Result<FdoProfile> decode_fdo_profile(std::string_view bytes);
+// "850 ns", "12.3 us", "4.56 ms"; "-" when negative (not measured).
+std::string format_duration_ns(int64_t ns);
 // A human-readable table, hottest kernel first.
 std::string format_fdo_profile(const FdoProfile& profile);
 

@@ -4,6 +4,7 @@
 #include <random>
 
 #include "kiln/cache.h"
+#include "kiln/config.h"
 #include "kiln/logging.h"
 
 namespace kiln {
@@ -26,6 +27,11 @@ bool valid_key(const std::string& key) {
 constexpr const char* kEntrySuffix = ".kce";
 
 }  // namespace
+
+std::string cache_directory() {
+  std::string dir = *config::get_string("KILN_CACHE_DIR");
+  return dir.empty() ? default_cache_directory() : dir;
+}
 
 std::string default_cache_directory() {
   if (auto dir = std::getenv("KILN_CACHE_DIR"); dir && *dir) return dir;

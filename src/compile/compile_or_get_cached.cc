@@ -158,8 +158,7 @@ CacheKey assemble_key(const std::string& module_name, std::vector<KeyComponent> 
 bool cache_enabled() { return config::get_bool("KILN_ENABLE_COMPILATION_CACHE"); }
 
 Status open_store_locked(CacheState& s) {
-  std::string dir = *config::get_string("KILN_CACHE_DIR");
-  if (dir.empty()) dir = default_cache_directory();
+  std::string dir = cache_directory();
   int64_t max_size = config::get_int("KILN_COMPILATION_CACHE_MAX_SIZE");
   int64_t max_entries = config::get_int("KILN_COMPILATION_CACHE_MAX_ENTRIES");
   std::string remote_url = *config::get_string("KILN_REMOTE_CACHE");

@@ -59,7 +59,9 @@ class Reader {
   bool ok_ = true;
 };
 
-std::string format_ns(int64_t ns) {
+}  // namespace
+
+std::string format_duration_ns(int64_t ns) {
   char text[32];
   if (ns < 0) return "-";
   if (ns < 10'000)
@@ -70,8 +72,6 @@ std::string format_ns(int64_t ns) {
     std::snprintf(text, sizeof(text), "%.2f ms", ns / 1e6);
   return text;
 }
-
-}  // namespace
 
 int KernelProfile::best_candidate() const {
   int best = -1;
@@ -171,7 +171,8 @@ std::string format_fdo_profile(const FdoProfile& profile) {
   std::string out = "kiln PGLE profile: format " + std::to_string(kProfileFormatVersion) + ", " +
                     std::to_string(profile.kernels.size()) + " kernels, " +
                     std::to_string(profile.runs) + " runs aggregated at p" +
-                    std::to_string(profile.percentile) + ", total " + format_ns(total) + "\n";
+                    std::to_string(profile.percentile) + ", total " + format_duration_ns(total) +
+                    "\n";
   std::snprintf(line, sizeof(line), "%-16s %7s %12s  %s\n", "fingerprint", "share", "cost",
                 "kernel (candidates: cost)");
   out += line;
@@ -179,14 +180,14 @@ std::string format_fdo_profile(const FdoProfile& profile) {
     double share = total > 0 ? 100.0 * double(k->best_ns()) / double(total) : 0;
     std::snprintf(line, sizeof(line), "%016llx %6.2f%% %12s  %s",
                   static_cast<unsigned long long>(k->fingerprint), share,
-                  format_ns(k->best_ns()).c_str(), k->name.c_str());
+                  format_duration_ns(k->best_ns()).c_str(), k->name.c_str());
     out += line;
     if (k->candidate_ns.size() > 1) {
       int best = k->best_candidate();
       out += " (";
       for (size_t c = 0; c < k->candidate_ns.size(); ++c) {
         out += (c ? ", " : "") + (c < k->candidate_names.size() ? k->candidate_names[c] : "?") +
-               ": " + format_ns(k->candidate_ns[c]) + (int(c) == best ? " *" : "");
+               ": " + format_duration_ns(k->candidate_ns[c]) + (int(c) == best ? " *" : "");
       }
       out += ")";
     }

@@ -181,16 +181,6 @@ int run_replicas(const kiln::Executable& exe, const kiln::EntryPoint& ep,
   return 0;
 }
 
-std::string kernel_cost_text(int64_t ns) {
-  char text[32];
-  if (ns < 0) return "-";
-  if (ns < 100'000)
-    std::snprintf(text, sizeof(text), "%.2f us", double(ns) / 1e3);
-  else
-    std::snprintf(text, sizeof(text), "%.3f ms", double(ns) / 1e6);
-  return text;
-}
-
 double median_of(std::vector<double> v) {
   if (v.empty()) return 0;
   return kiln::percentile_of(std::move(v), 50);
@@ -198,9 +188,7 @@ double median_of(std::vector<double> v) {
 
 // Where `kiln run --pgle` keeps the profile of a module: next to the cache's entries.
 std::string stored_profile_path(const std::string& module_name) {
-  std::string dir = *kiln::config::get_string("KILN_CACHE_DIR");
-  if (dir.empty()) dir = kiln::default_cache_directory();
-  return dir + "/profiles/" + module_name + ".kprof";
+  return kiln::cache_directory() + "/profiles/" + module_name + ".kprof";
 }
 
 // `kiln run --pgle`: profiling runs, the one recompile, optimised runs, then the hottest kernels
@@ -298,12 +286,14 @@ int run_pgle(kiln::ProfileGuidedProgram& program, const kiln::EntryPoint& ep,
     std::string chosen =
         k->candidate_names.size() > 1 && best >= 0 ? k->candidate_names[best] : "-";
     std::string name = k->name.size() > 48 ? k->name.substr(0, 45) + "..." : k->name;
-    std::printf("%-48s %12s %10s %12s\n", name.c_str(), kernel_cost_text(plain_cost(k)).c_str(),
-                chosen.c_str(), measured ? kernel_cost_text(measured->best_ns()).c_str() : "-");
+    std::printf("%-48s %12s %10s %12s\n", name.c_str(),
+                kiln::format_duration_ns(plain_cost(k)).c_str(), chosen.c_str(),
+                measured ? kiln::format_duration_ns(measured->best_ns()).c_str() : "-");
   }
   if (final_total > 0)
     std::printf("kernels: %s in the first pass (plain choices), %s optimised: %.2fx\n",
-                kernel_cost_text(plain_total).c_str(), kernel_cost_text(final_total).c_str(),
+                kiln::format_duration_ns(plain_total).c_str(),
+                kiln::format_duration_ns(final_total).c_str(),
                 double(plain_total) / double(final_total));
   if (!profiling_ms.empty() && !optimised_ms.empty())
     std::printf("runs: median %.3f ms profiling, %.3f ms optimised: %.2fx\n",

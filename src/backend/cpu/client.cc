@@ -108,8 +108,7 @@ Result<cpu::HostDescription> host_description(int process_index) {
       host_cpu_identity() + ";kiln " + KILN_VERSION + ";llvm " + KILN_LLVM_VERSION;
   bool use_cache = config::get_bool("KILN_ENABLE_COMPILATION_CACHE");
   bool writer = process_index == config::get_int("KILN_CACHE_WRITER");
-  std::string dir = *config::get_string("KILN_CACHE_DIR");
-  if (dir.empty()) dir = default_cache_directory();
+  std::string dir = cache_directory();
   char digest[17];
   std::snprintf(digest, sizeof(digest), "%016llx",
                 static_cast<unsigned long long>(XXH3_64bits(identity.data(), identity.size())));
