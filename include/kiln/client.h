@@ -92,7 +92,7 @@ class Client {
   int num_processes_ = 1;
 };
 
-// kiln's own version, "0.1.0".
+// kiln's own version, "0.2.0" (part of every cache key).
 const char* kiln_version();
 // The LLVM/MLIR release kiln was built against, "22.1.8".
 const char* llvm_version();

@@ -101,7 +101,9 @@ class Executable {
   std::shared_ptr<PgleProfiler> profiler() const;
 
   // Runs `entry` with `inputs` (checked against its signature) and returns its results.
-  // Inputs may be written to by memref-level programs, as they would be under mlir-runner.
+  // Tensor inputs are never written: an entry that computes into one of its arguments
+  // (`outs(%arg)`) gets a copy, so every run sees the caller's values. Memref-level programs
+  // (mlir-runner style) may write their memref arguments, as they would under mlir-runner.
   Result<std::vector<Buffer>> execute(const std::string& entry,
                                       const std::vector<Buffer>& inputs) const;
   // Runs every replica on its own inputs (`inputs_per_replica[r]`), concurrently, each on its

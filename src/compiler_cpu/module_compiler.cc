@@ -40,6 +40,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Transforms/Transforms.h"
 #include "mlir/Dialect/Transform/IR/TransformOps.h"
@@ -351,6 +352,50 @@ void fuse_elementwise_ops(mlir::ModuleOp module) {
   (void)mlir::applyPatternsGreedily(module, std::move(patterns));
 }
 
+// The caller's input tensors are values: an entry that writes into one (`outs(%arg)`) must not
+// change the caller's buffer, or a second run would see the first run's result. Marked read-only,
+// bufferisation gives such a write a fresh buffer.
+void protect_entry_arguments(mlir::ModuleOp module) {
+  mlir::Builder b(module.getContext());
+  for (auto func : module.getOps<mlir::func::FuncOp>()) {
+    if (func.isPrivate() || func.isExternal()) continue;
+    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      if (mlir::isa<mlir::TensorType>(func.getArgument(i).getType()))
+        func.setArgAttr(i, "bufferization.writable", b.getBoolAttr(false));
+  }
+}
+
+// A reshape of a contiguous buffer is only a new view of the same bytes. Feeding a contraction,
+// memref.expand_shape / collapse_shape make memref's alias folding and the greedy driver's
+// dead-code elimination undo each other forever (LLVM 22); the same view as a reinterpret_cast
+// tiles cleanly.
+void reshapes_to_reinterpret_casts(mlir::ModuleOp module) {
+  std::vector<mlir::Operation*> reshapes;
+  module.walk([&](mlir::Operation* op) {
+    if (mlir::isa<mlir::memref::ExpandShapeOp, mlir::memref::CollapseShapeOp>(op))
+      reshapes.push_back(op);
+  });
+  for (mlir::Operation* op : reshapes) {
+    auto source = mlir::dyn_cast<mlir::MemRefType>(op->getOperand(0).getType());
+    auto target = mlir::dyn_cast<mlir::MemRefType>(op->getResult(0).getType());
+    if (!source || !target || !source.hasStaticShape() || !target.hasStaticShape() ||
+        !source.getLayout().isIdentity() || !target.getLayout().isIdentity())
+      continue;
+    bool feeds_contraction = llvm::any_of(op->getUsers(), [](mlir::Operation* user) {
+      return mlir::isa<mlir::linalg::MatmulOp, mlir::linalg::BatchMatmulOp>(user);
+    });
+    if (!feeds_contraction) continue;
+    llvm::SmallVector<int64_t> strides(target.getRank(), 1);
+    for (int64_t d = target.getRank() - 2; d >= 0; --d)
+      strides[d] = strides[d + 1] * target.getDimSize(d + 1);
+    mlir::OpBuilder b(op);
+    auto cast = mlir::memref::ReinterpretCastOp::create(b, op->getLoc(), target, op->getOperand(0),
+                                                        0, target.getShape(), strides);
+    op->getResult(0).replaceAllUsesWith(cast.getResult());
+    op->erase();
+  }
+}
+
 // A masked n-D transfer (a remainder tile) would still form the addresses of its fully masked
 // rows, past the end of the buffer; where no page is mapped there, every such access needs a
 // fault-suppression assist (measured 20x slower; docs/PGLE.md). Marking the leading dimensions as
@@ -396,6 +441,12 @@ class IrDumper {
   std::string module_name_;
   std::string dir_;
 };
+
+// Bounds on each greedy pattern application inside kiln's transform scripts: ample for the
+// rewrites a script really needs (a handful per op), finite when patterns undo each other.
+constexpr int64_t kMaxGreedyIterations = 10;
+constexpr int64_t kRewritesPerOp = 50;
+constexpr int64_t kMinRewriteBound = 10000;
 
 class MlirModuleCompiler : public ModuleCompiler {
  public:
@@ -520,14 +571,24 @@ class MlirModuleCompiler : public ModuleCompiler {
     if (pgle.active()) result.info.kernels = instrument_kernels(*module, pgle, &cold_kernels);
     if (pipeline.vectorize_convolutions)
       apply_optional_transform(module, kVectorizeConvolutionsScript);
+    protect_entry_arguments(*module);
     KILN_RETURN_IF_ERROR(run_passes(*module, pipeline.bufferize_passes, diagnostics));
     dump.mlir("1-bufferized", *module);
     if (pipeline.tile_and_vectorize) {
+      reshapes_to_reinterpret_casts(*module);
+      // Vectorised tiles need the cleanup to lower their masks: if it cannot apply, the whole step
+      // is undone and the contractions stay loops.
+      mlir::OwningOpRef<mlir::ModuleOp> untiled(module->clone());
       // Each group on its own: one that cannot apply leaves the others' code vectorised.
       for (const TileGroup& group : prepare_contractions(*module))
         apply_optional_transform(module, tile_group_script(group).c_str());
-      apply_optional_transform(module, contraction_cleanup_script().c_str());
-      guard_masked_rows(*module);
+      if (apply_optional_transform(module, contraction_cleanup_script().c_str())) {
+        guard_masked_rows(*module);
+      } else {
+        log::info("kiln-tile-and-vectorize did not apply to '" + result.info.module_name +
+                  "'; its contractions are compiled as loops");
+        module = std::move(untiled);
+      }
       dump.mlir("2-vectorized", *module);
     }
     KILN_RETURN_IF_ERROR(run_passes(*module, pipeline.lowering_passes, diagnostics));
@@ -701,16 +762,28 @@ class MlirModuleCompiler : public ModuleCompiler {
 
   // Transform scripts are optimisations: when one cannot apply (a shape it does not handle), the
   // module goes on unchanged. The script runs on a clone so a half-applied script leaves no trace.
-  void apply_optional_transform(mlir::OwningOpRef<mlir::ModuleOp>& module, const char* script) {
+  // Returns whether the script applied.
+  bool apply_optional_transform(mlir::OwningOpRef<mlir::ModuleOp>& module, const char* script) {
     mlir::MLIRContext* context = module->getContext();
     mlir::OwningOpRef<mlir::ModuleOp> transforms =
         mlir::parseSourceString<mlir::ModuleOp>(script, context);
-    if (!transforms) return;
+    if (!transforms) return false;
     mlir::Operation* entry = nullptr;
     transforms->walk([&](mlir::transform::NamedSequenceOp seq) {
       if (seq.getSymName() == "__transform_main") entry = seq;
     });
-    if (entry == nullptr) return;
+    if (entry == nullptr) return false;
+    // Every greedy rewrite in a script gets a bound on its work: two patterns that undo each
+    // other (seen with reshapes feeding contractions) would otherwise run forever. A script that
+    // reaches the bound fails like any other, and the module goes on without it.
+    int64_t payload_ops = 0;
+    module->walk([&](mlir::Operation*) { ++payload_ops; });
+    const int64_t rewrite_bound = kRewritesPerOp * payload_ops + kMinRewriteBound;
+    mlir::Builder builder(context);
+    transforms->walk([&](mlir::transform::ApplyPatternsOp apply) {
+      apply.setMaxIterationsAttr(builder.getI64IntegerAttr(kMaxGreedyIterations));
+      apply.setMaxNumRewritesAttr(builder.getI64IntegerAttr(rewrite_bound));
+    });
     mlir::OwningOpRef<mlir::ModuleOp> candidate(module->clone());
     // Its diagnostics are not the user's errors: keep them out of the compile's output.
     std::string why;
@@ -722,9 +795,14 @@ class MlirModuleCompiler : public ModuleCompiler {
             *candidate, entry, *transforms, mlir::transform::TransformOptions())) &&
         mlir::succeeded(mlir::verify(*candidate))) {
       module = std::move(candidate);
-    } else {
-      log::debug("an optional transform did not apply; the module goes on without it: " + why);
+      return true;
     }
+    log::debug("an optional transform did not apply; the module goes on without it: " + why);
+    if (why.find("greedy pattern application failed") != std::string::npos)
+      log::info("a tiling/vectorisation step reached its bound (" +
+                std::to_string(kMaxGreedyIterations) + " iterations, " +
+                std::to_string(rewrite_bound) + " rewrites) and was skipped");
+    return false;
   }
 
   Status check_fully_lowered(mlir::ModuleOp module) {
