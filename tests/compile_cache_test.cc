@@ -38,6 +38,14 @@ func.func @add(%x: tensor<4xf32>,
 }
 })";
 
+// kAddReformatted after an edit elsewhere in its source file: the locations moved.
+const char* kAddRelocated = R"(module @adder {
+  func.func @add(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+    %r = arith.addf %a, %b : tensor<4xf32> loc("other/model.py":40:7)
+    return %r : tensor<4xf32> loc(unknown)
+  }
+})";
+
 const char* kMul = R"(module @multiplier {
   func.func @mul(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
     %r = arith.mulf %a, %b : tensor<4xf32>
@@ -424,11 +432,13 @@ class CacheKeyTest : public CompileCacheTest {
   }
 };
 
+// Location contents are ignored; where a location stands is not (a `loc` where MLIR allows none
+// must not share the key of the program without it), so adding locations is a new key.
 TEST_F(CacheKeyTest, SameInputsSameKeyAndFormattingCommentsLocationsIgnored) {
   EXPECT_EQ(key(kAdd), key(kAdd));
-  EXPECT_EQ(key(kAdd), key(kAddReformatted));
+  EXPECT_EQ(key(kAddRelocated), key(kAddReformatted));
   ASSERT_TRUE(config::set("KILN_COMPILATION_CACHE_INCLUDE_METADATA_IN_KEY", "true").ok());
-  EXPECT_NE(key(kAdd), key(kAddReformatted));
+  EXPECT_NE(key(kAddRelocated), key(kAddReformatted));
 }
 
 TEST_F(CacheKeyTest, ModuleEffortLevelsDisabledPassesDevicesAndTagChangeTheKey) {

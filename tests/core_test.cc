@@ -181,17 +181,43 @@ std::string canonical(const std::string& text, bool keep_locations = false) {
   return c ? c->text : "";
 }
 
-TEST(TextCanonicalTest, LayoutCommentsLocationsAndNamesDoNotMatter) {
+TEST(TextCanonicalTest, LayoutCommentsLocationContentsAndNamesDoNotMatter) {
   std::string a =
-      "module @m {\n  func.func @f(%a: f32, %b: f32) -> f32 {\n"
-      "    %r = arith.addf %a, %b : f32\n    return %r : f32\n  }\n}\n";
+      "#loc = loc(\"a.py\":1:1)\nmodule @m {\n  func.func @f(%a: f32, %b: f32) -> f32 {\n"
+      "    %r = arith.addf %a, %b : f32 loc(#loc)\n    return %r : f32 loc(\"a.py\":9:9)\n  }\n}\n";
   std::string b =
-      "#loc = loc(\"m.py\":1:1)\n// comment\nmodule @m {\nfunc.func @f(%x: f32,\n"
+      "#loc = loc(\"m.py\":7:3)\n// comment\nmodule @m {\nfunc.func @f(%x: f32,\n"
       "   %y: f32) -> f32 {\n  %sum = arith.addf %x, %y : f32 loc(#loc)\n"
       "  return %sum : f32 loc(fused[\"m.py\":2:3, \"m.py\":4:5])\n}\n}";
   EXPECT_EQ(canonical(a), canonical(b));
   EXPECT_NE(canonical(a, true), canonical(b, true));
   EXPECT_EQ(canonicalize_mlir_text(b, false)->module_name, "m");
+}
+
+// Each of these once shared a key with a different program (or a valid one with a rejected one).
+TEST(TextCanonicalTest, LocationsAreRecognisedOnlyWhereTheGrammarPutsThem) {
+  // A symbol named @loc is a call, not a location: its operands stay.
+  std::string defs = "%a = arith.constant 1.0 : f32\n%b = arith.constant 2.0 : f32\n";
+  EXPECT_NE(canonical(defs + "%r = func.call @loc(%a, %b) : (f32, f32) -> f32"),
+            canonical(defs + "%r = func.call @loc(%b, %a) : (f32, f32) -> f32"));
+  // A location where MLIR allows none still counts.
+  EXPECT_NE(canonical("%r = arith.addf %a, %b : f32"),
+            canonical("%r = arith.addf loc(\"x\":1:1) %a, %b : f32"));
+  EXPECT_NE(canonical("%r = arith.addf %a, %b : f32"),
+            canonical("%r = arith.addf %a, %b : f32 loc(\"x\":1:1)"));
+  // Only well-formed contents are dropped: MLIR rejects these.
+  EXPECT_NE(canonical("return loc(\"x\":1:2)"), canonical("return loc(bogus)"));
+  EXPECT_NE(canonical("return loc(\"x\":1:2)"), canonical("return loc(\"x\":1)"));
+  EXPECT_NE(canonical("return loc(\"x\":1:2)"), canonical("return loc(\"x\":99999999999:2)"));
+  // Alias references stay (an undefined alias must still fail).
+  EXPECT_NE(canonical("return loc(#loc1)"), canonical("return loc(#loc2)"));
+  // A location as an attribute value is data.
+  EXPECT_NE(canonical("\"t.op\"() {where = loc(\"a\":1:1)} : () -> ()"),
+            canonical("\"t.op\"() {where = loc(\"b\":1:1)} : () -> ()"));
+  EXPECT_NE(canonical("#l = loc(\"a\":1:1)\n\"t.op\"() {where = #l} : () -> ()"),
+            canonical("#l = loc(\"b\":1:1)\n\"t.op\"() {where = #l} : () -> ()"));
+  // Dialect attribute and type bodies are the dialect's: copied as they are.
+  EXPECT_NE(canonical("!t.ty<%a loc(\"x\")>"), canonical("!t.ty<%b loc(\"y\")>"));
 }
 
 TEST(TextCanonicalTest, AnyChangeToTheProgramChangesTheForm) {
@@ -217,7 +243,8 @@ TEST(TextCanonicalTest, AnyChangeToTheProgramChangesTheForm) {
 TEST(TextCanonicalTest, InputTheScanCannotHandleIsLeftToMlir) {
   EXPECT_FALSE(canonicalize_mlir_text(std::string("ML\xefR\x00\x01", 6), false).has_value());
   EXPECT_FALSE(canonicalize_mlir_text("x = \"unterminated", false).has_value());
-  EXPECT_FALSE(canonicalize_mlir_text("%r = op : f32 loc(\"a\":1", false).has_value());
+  EXPECT_FALSE(canonicalize_mlir_text("%r = op : f32 loc(\"a\":1:2) \"open", false).has_value());
+  EXPECT_FALSE(canonicalize_mlir_text("x = \"bad \\q escape\"", false).has_value());
   EXPECT_EQ(canonicalize_mlir_text("#map = affine_map<(d0) -> (d0)>\nmodule @\"my model\" "
                                    "attributes {x} {\n}",
                                    false)
