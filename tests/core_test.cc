@@ -7,6 +7,7 @@
 
 #include "backend/cpu/pipeline.h"
 #include "compile/text_canonical.h"
+#include "core/digest.h"
 #include "kiln/config.h"
 #include "kiln/npy.h"
 #include "test_support.h"
@@ -54,6 +55,25 @@ TEST(NpyTest, RejectsUnsupportedAndDamagedFiles) {
   auto be = parse_npy(big_endian, "y.npy");
   ASSERT_FALSE(be.ok());
   EXPECT_NE(be.status().message().find("NumPy dtype '>f4' is not supported"), std::string::npos);
+}
+
+// A cache entry of a few kilobytes with a valid checksum once made kiln allocate 4.2 GB: the size
+// a frame declares is now checked against what its compressed bytes can plausibly hold.
+TEST(ZstdTest, DeclaredSizesBeyondTheInputAreRefusedBeforeAllocating) {
+  std::string zeros(size_t{256} << 20, '\0');
+  std::string bomb = zstd_compress(zeros, 19);
+  zeros.clear();
+  zeros.shrink_to_fit();
+  ASSERT_LT(bomb.size(), size_t{64} << 10);
+  auto out = zstd_decompress(bomb, size_t{4} << 30);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), StatusCode::kCorruption);
+  EXPECT_THAT(out.status().message(), ::testing::HasSubstr("declares 268435456 bytes"));
+  std::string code;
+  for (int i = 0; i < (1 << 20); ++i) code += char(i * 7 % 251);
+  auto round_trip = zstd_decompress(zstd_compress(code), size_t{4} << 30);
+  ASSERT_TRUE(round_trip.ok()) << round_trip.status().to_string();
+  EXPECT_EQ(*round_trip, code);
 }
 
 TEST(PipelineTest, DisabledPassesAreLeftOut) {

@@ -60,8 +60,16 @@ std::string zstd_compress(std::string_view bytes, int level) {
 
 Result<std::string> zstd_decompress(std::string_view bytes, size_t max_size) {
   unsigned long long size = ZSTD_getFrameContentSize(bytes.data(), bytes.size());
-  if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN || size > max_size)
+  if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN)
     return corruption("compressed payload has no valid zstd frame header");
+  // The declared size is checked before anything is allocated: a few bytes must not make kiln
+  // reserve gigabytes. Real payloads (native code) compress far less than this ratio.
+  constexpr unsigned long long kMaxRatio = 8192, kAlwaysAllowed = 64ull << 20;
+  unsigned long long plausible = bytes.size() * kMaxRatio + kAlwaysAllowed;
+  if (size > max_size || size > plausible)
+    return corruption("compressed payload declares " + std::to_string(size) +
+                      " bytes, more than its " + std::to_string(bytes.size()) +
+                      " compressed bytes can hold");
   std::string out(size, '\0');
   size_t n = ZSTD_decompress(out.data(), out.size(), bytes.data(), bytes.size());
   if (ZSTD_isError(n) || n != size)
