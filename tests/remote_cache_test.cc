@@ -1,6 +1,14 @@
 // The Redis key-value store and the remote cache tier, against a real redis-server.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
 
 #include <thread>
 
@@ -30,6 +38,75 @@ TEST(RedisUrlTest, ParsesEveryPart) {
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(b->port, 6379);
   EXPECT_FALSE(parse_redis_url("http://x").ok());
+}
+
+TEST(RedisUrlTest, PasswordsNeverAppearInErrors) {
+  auto bad = parse_redis_url("redis://alice:se/cret@10.0.0.2:6380");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), ::testing::Not(HasSubstr("se/cret")));
+  EXPECT_THAT(bad.status().message(), HasSubstr("redis://***@10.0.0.2:6380"));
+}
+
+// A server that accepts, reads the request, then sends a valid-looking reply one byte every
+// 200 ms and never finishes it.
+class TricklingServer {
+ public:
+  TricklingServer() {
+    listener_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    socklen_t len = sizeof addr;
+    getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    listen(listener_, 4);
+    thread_ = std::thread([this] {
+      int client = accept(listener_, nullptr, nullptr);
+      if (client < 0) return;
+      char buffer[256];
+      (void)read(client, buffer, sizeof buffer);
+      const char reply[] = "$100000\r\n";
+      for (size_t i = 0; !stop_ && i < sizeof(reply) - 1 + 1000; ++i) {
+        char byte = i < sizeof(reply) - 1 ? reply[i] : 'x';
+        if (write(client, &byte, 1) != 1) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
+      close(client);
+    });
+  }
+  ~TricklingServer() {
+    stop_ = true;
+    shutdown(listener_, SHUT_RDWR);
+    close(listener_);
+    thread_.join();
+  }
+  RedisAddress address() const {
+    RedisAddress a;
+    a.host = "127.0.0.1";
+    a.port = port_;
+    return a;
+  }
+
+ private:
+  int listener_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+TEST(RedisKeyValueStoreTest, ATricklingServerFailsWithinTheDeadline) {
+  TricklingServer server;
+  auto kv = RedisKeyValueStore::connect(server.address(), 1000);
+  ASSERT_TRUE(kv.ok()) << kv.status().to_string();
+  auto start = std::chrono::steady_clock::now();
+  auto value = (*kv)->get("k");
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_FALSE(value.ok());
+  EXPECT_THAT(value.status().message(), HasSubstr("timed out"));
+  // The whole request has one 1 s deadline; each byte arriving within 200 ms must not extend it.
+  EXPECT_LT(seconds, 5.0);
 }
 
 TEST(RedisKeyValueStoreTest, SetGetRemoveBlockingGetAndLargeValues) {

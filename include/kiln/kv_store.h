@@ -54,7 +54,8 @@ class RedisKeyValueStore : public KeyValueStore {
 
  private:
   RedisKeyValueStore(RedisAddress address, int64_t timeout_ms)
-      : address_(std::move(address)), timeout_ms_(timeout_ms) {}
+      : address_(std::move(address)),
+        timeout_ms_(timeout_ms > 0 ? timeout_ms : 500) {}  // never infinite
   Status ensure_connected_locked();
   std::mutex mutex_;
   RedisAddress address_;

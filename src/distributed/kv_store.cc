@@ -1,8 +1,11 @@
 #include "kiln/kv_store.h"
 
 #include <hiredis/hiredis.h>
+#include <poll.h>
 
 #include <chrono>
+#include <cstdarg>
+#include <cstdio>
 #include <regex>
 #include <thread>
 
@@ -25,6 +28,44 @@ Status connection_error(redisContext* c, const std::string& what) {
   return io_error(what + (timeout ? ": timed out" : ": " + why));
 }
 
+// One deadline for the whole request: sending it and reading the complete reply. hiredis's own
+// timeout applies per socket read, so a server trickling one byte at a time could hold a request
+// forever. On expiry the connection is marked broken (its buffer may hold half a reply) and the
+// next request reconnects.
+redisReply* command_within(redisContext* c, int64_t timeout_ms, const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  int appended = redisvAppendCommand(c, format, args);
+  va_end(args);
+  if (appended != REDIS_OK) return nullptr;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  auto fail_timed_out = [&]() -> redisReply* {
+    c->err = REDIS_ERR_IO;  // Debian 12's hiredis has no REDIS_ERR_TIMEOUT
+    std::snprintf(c->errstr, sizeof(c->errstr), "timed out after %lld ms",
+                  static_cast<long long>(timeout_ms));
+    return nullptr;
+  };
+  auto wait_for = [&](short events) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    deadline - std::chrono::steady_clock::now())
+                    .count();
+    if (left <= 0) return false;
+    pollfd fd{c->fd, events, 0};
+    return poll(&fd, 1, static_cast<int>(left)) > 0;
+  };
+  for (int done = 0; !done;) {
+    if (!wait_for(POLLOUT)) return fail_timed_out();
+    if (redisBufferWrite(c, &done) != REDIS_OK) return nullptr;
+  }
+  void* reply = nullptr;
+  while (true) {
+    if (redisGetReplyFromReader(c, &reply) != REDIS_OK) return nullptr;
+    if (reply != nullptr) return static_cast<redisReply*>(reply);
+    if (!wait_for(POLLIN)) return fail_timed_out();
+    if (redisBufferRead(c) != REDIS_OK) return nullptr;
+  }
+}
+
 }  // namespace
 
 std::string RedisAddress::to_string() const {
@@ -32,13 +73,22 @@ std::string RedisAddress::to_string() const {
          std::to_string(port) + "/" + std::to_string(db);
 }
 
+// Whatever stands between "//" and the last '@' may be a password: never print it.
+std::string redact_credentials(const std::string& url) {
+  size_t start = url.find("//");
+  size_t at = url.rfind('@');
+  if (start == std::string::npos || at == std::string::npos || at < start) return url;
+  return url.substr(0, start + 2) + "***" + url.substr(at);
+}
+
 Result<RedisAddress> parse_redis_url(const std::string& url) {
   static const std::regex pattern(
       R"(redis://(?:([^:@/]*)(?::([^@/]*))?@)?([^:/]+)(?::(\d+))?(?:/(\d+))?/?)");
   std::smatch m;
   if (!std::regex_match(url, m, pattern))
-    return invalid_argument("'" + url +
-                            "' is not a Redis URL: use redis://[user:password@]host:port[/db]");
+    return invalid_argument("'" + redact_credentials(url) +
+                            "' is not a Redis URL: use redis://[user:password@]host:port[/db] "
+                            "(a password with '/', '@' or ':' cannot be written in the URL)");
   RedisAddress a;
   if (m[2].matched) {
     a.user = m[1].str();
@@ -92,13 +142,13 @@ Status RedisKeyValueStore::ensure_connected_locked() {
   Status s;
   if (!address_.password.empty()) {
     s = address_.user.empty()
-            ? command(
-                  static_cast<redisReply*>(redisCommand(c, "AUTH %s", address_.password.c_str())))
-            : command(static_cast<redisReply*>(
-                  redisCommand(c, "AUTH %s %s", address_.user.c_str(), address_.password.c_str())));
+            ? command(static_cast<redisReply*>(
+                  command_within(c, timeout_ms_, "AUTH %s", address_.password.c_str())))
+            : command(static_cast<redisReply*>(command_within(
+                  c, timeout_ms_, "AUTH %s %s", address_.user.c_str(), address_.password.c_str())));
   }
   if (s.ok() && address_.db != 0)
-    s = command(static_cast<redisReply*>(redisCommand(c, "SELECT %d", address_.db)));
+    s = command(static_cast<redisReply*>(command_within(c, timeout_ms_, "SELECT %d", address_.db)));
   if (!s.ok()) {
     redisFree(c);
     return s;
@@ -111,8 +161,8 @@ Status RedisKeyValueStore::set(const std::string& key, std::string_view value) {
   std::lock_guard<std::mutex> lock(mutex_);
   KILN_RETURN_IF_ERROR(ensure_connected_locked());
   auto* c = static_cast<redisContext*>(context_);
-  auto* r = static_cast<redisReply*>(
-      redisCommand(c, "SET %b %b", key.data(), key.size(), value.data(), value.size()));
+  auto* r = static_cast<redisReply*>(command_within(c, timeout_ms_, "SET %b %b", key.data(),
+                                                    key.size(), value.data(), value.size()));
   if (r == nullptr) return connection_error(c, "Redis SET " + key);
   Status s = r->type == REDIS_REPLY_ERROR ? io_error(std::string("Redis SET refused: ") + r->str)
                                           : Status();
@@ -124,7 +174,8 @@ Result<std::optional<std::string>> RedisKeyValueStore::get(const std::string& ke
   std::lock_guard<std::mutex> lock(mutex_);
   KILN_RETURN_IF_ERROR(ensure_connected_locked());
   auto* c = static_cast<redisContext*>(context_);
-  auto* r = static_cast<redisReply*>(redisCommand(c, "GET %b", key.data(), key.size()));
+  auto* r =
+      static_cast<redisReply*>(command_within(c, timeout_ms_, "GET %b", key.data(), key.size()));
   if (r == nullptr) return connection_error(c, "Redis GET " + key);
   Result<std::optional<std::string>> out = std::optional<std::string>();
   if (r->type == REDIS_REPLY_STRING)
@@ -153,7 +204,8 @@ Status RedisKeyValueStore::remove(const std::string& key) {
   std::lock_guard<std::mutex> lock(mutex_);
   KILN_RETURN_IF_ERROR(ensure_connected_locked());
   auto* c = static_cast<redisContext*>(context_);
-  auto* r = static_cast<redisReply*>(redisCommand(c, "DEL %b", key.data(), key.size()));
+  auto* r =
+      static_cast<redisReply*>(command_within(c, timeout_ms_, "DEL %b", key.data(), key.size()));
   if (r == nullptr) return connection_error(c, "Redis DEL " + key);
   freeReplyObject(r);
   return Status();
