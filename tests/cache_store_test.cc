@@ -2,9 +2,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <atomic>
 
 #include "kiln/cache.h"
+#include "kiln/env.h"
+#include "kiln/file.h"
 #include "kiln/logging.h"
 #include "test_support.h"
 
@@ -84,6 +88,16 @@ std::unique_ptr<DirectoryStore> open_store(const std::string& dir, Env* env, int
   auto store = DirectoryStore::open({dir, max_size, max_entries, env});
   EXPECT_TRUE(store.ok()) << store.status().to_string();
   return std::move(store).value();
+}
+
+// A planted symlink under a name kiln writes must not let it truncate the victim's file.
+TEST(PosixEnvTest, WritesNeverFollowASymlink) {
+  TempDir dir;
+  ASSERT_TRUE(write_file(dir.file("victim"), "precious").ok());
+  ASSERT_EQ(symlink(dir.file("victim").c_str(), dir.file("planted").c_str()), 0);
+  EXPECT_FALSE(Env::posix()->write_file(dir.file("planted"), "overwritten", true).ok());
+  EXPECT_FALSE(write_file(dir.file("planted"), "overwritten").ok());
+  EXPECT_EQ(*read_file(dir.file("victim")), "precious");
 }
 
 TEST(DirectoryStoreTest, UnknownKeyIsNoneAndPutThenGetReturnsTheBytes) {

@@ -72,8 +72,10 @@ Status DirectoryStore::write_ledger(const CacheStats& stats) {
   nlohmann::json j{
       {"entries", stats.entries}, {"bytes", stats.bytes}, {"counters", stats.counters}};
   std::string tmp = options_.directory + "/tmp/ledger-" + unique_suffix(options_.env);
-  KILN_RETURN_IF_ERROR(options_.env->write_file(tmp, j.dump(), /*sync=*/false));
-  return options_.env->rename_file(tmp, options_.directory + "/ledger.json");
+  Status written = options_.env->write_file(tmp, j.dump(), /*sync=*/true);
+  if (written.ok()) written = options_.env->rename_file(tmp, options_.directory + "/ledger.json");
+  if (!written.ok()) (void)options_.env->remove_file(tmp);  // a full disk leaves no temp behind
+  return written;
 }
 
 Status DirectoryStore::update_ledger(const std::function<void(CacheStats&)>& change) {

@@ -37,7 +37,8 @@ class PosixEnv : public Env {
   Result<std::string> read_file(const std::string& path) override { return kiln::read_file(path); }
 
   Status write_file(const std::string& path, std::string_view data, bool sync) override {
-    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    // Never through a planted symlink (temp names are random, but the directory may be shared).
+    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0) return os_error("cannot create", path, errno);
     size_t done = 0;
     while (done < data.size()) {
@@ -59,9 +60,11 @@ class PosixEnv : public Env {
     return Status();
   }
 
+  // A new name is durable only once its directory is synced: without this an entry reported
+  // stored could vanish after a power loss even though its bytes were synced.
   Status rename_file(const std::string& from, const std::string& to) override {
     if (::rename(from.c_str(), to.c_str()) != 0) return os_error("cannot rename", from, errno);
-    return Status();
+    return sync_parent_directory(to);
   }
 
   Status link_file(const std::string& from, const std::string& to) override {
@@ -69,6 +72,19 @@ class PosixEnv : public Env {
       if (errno == EEXIST) return invalid_argument("exists: " + to);
       return os_error("cannot link", to, errno);
     }
+    return sync_parent_directory(to);
+  }
+
+  static Status sync_parent_directory(const std::string& path) {
+    size_t slash = path.rfind('/');
+    std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return os_error("cannot open directory", dir, errno);
+    int rc = fsync(fd);
+    int err = errno;
+    close(fd);
+    // Some filesystems cannot sync directories; the rename itself has happened.
+    if (rc != 0 && err != EINVAL && err != EROFS) return os_error("cannot sync", dir, err);
     return Status();
   }
 

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <random>
 #include <optional>
 #include <sstream>
 
@@ -128,10 +129,17 @@ Result<cpu::HostDescription> host_description(int process_index) {
   known = compiler->describe_host();
   // Best effort: without a writable cache directory the next process asks LLVM again.
   Env* env = Env::posix();
-  std::string tmp = path + ".tmp" + std::to_string(getpid());
+  // A random temp name, never followed if a symlink was planted under it, synced before the
+  // rename that publishes it.
+  char random_suffix[17];
+  std::random_device random;
+  std::snprintf(random_suffix, sizeof(random_suffix), "%08x%08x", random(), random());
+  std::string tmp = path + ".tmp-" + random_suffix;
   if (use_cache && writer && env->create_dirs(dir + "/hosts").ok() &&
-      write_file(
-          tmp, identity + "\n" + known->triple + "\n" + known->cpu + "\n" + known->features + "\n")
+      env->write_file(tmp,
+                      identity + "\n" + known->triple + "\n" + known->cpu + "\n" +
+                          known->features + "\n",
+                      /*sync=*/true)
           .ok() &&
       env->rename_file(tmp, path).ok()) {
     log::debug("described this host for the cache in " + path);
