@@ -90,6 +90,30 @@ TEST_F(DistributedTest, EightProcessesCompileOnceAndASecondJobIsAllHitsFromTheRe
   }
 }
 
+// With a secret set, followers load only what their leader signed: a value planted under the share
+// key (here the leader's own executable with its signature stripped) is refused.
+TEST_F(DistributedTest, APlantedShareValueIsRefusedWhenASecretIsSet) {
+  std::vector<std::string> secret = {"--set", "KILN_REMOTE_CACHE_SECRET=job-secret", "--set",
+                                     "KILN_SHARE_BINARY_BETWEEN_HOSTS_TIMEOUT_MS=5000"};
+  JobProcess leader = start(0, 2, "planted", mlp(), secret);
+  JobProcess follower = start(1, 2, "planted", mlp(), secret);
+  ASSERT_EQ(wait(leader), 0) << *read_file(leader.err_path);
+  ASSERT_EQ(wait(follower), 0) << *read_file(follower.err_path);
+  ProcessResult keys =
+      run_process({"redis-cli", "-u", server_.url(), "--raw", "KEYS", "kiln:planted:share:*"});
+  ASSERT_EQ(keys.exit_code, 0) << keys.err;
+  std::string key = keys.out.substr(0, keys.out.find('\n'));
+  ASSERT_FALSE(key.empty()) << keys.out;
+  auto kv = RedisKeyValueStore::connect(server_.address(), 2000);
+  ASSERT_TRUE(kv.ok()) << kv.status().to_string();
+  auto signed_value = (*kv)->get(key);
+  ASSERT_TRUE(signed_value.ok() && signed_value->has_value());
+  ASSERT_TRUE((*kv)->set(key, (*signed_value)->substr(32)).ok());
+  JobProcess victim = start(1, 2, "planted", mlp(), secret);
+  EXPECT_EQ(wait(victim), 1);
+  EXPECT_THAT(*read_file(victim.err_path), HasSubstr("is not signed with KILN_REMOTE_CACHE_SECRET"));
+}
+
 TEST_F(DistributedTest, LeaderKilledBeforePublishingFollowersFailWithinTheTimeout) {
   // A model whose compile takes seconds, so the leader is still compiling when it is killed.
   std::string model = work_.file("chain.mlir");

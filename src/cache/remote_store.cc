@@ -1,7 +1,6 @@
-#include <nettle/hmac.h>
-
 #include <cstring>
 
+#include "core/digest.h"
 #include "kiln/cache.h"
 #include "kiln/kv_store.h"
 #include "kiln/logging.h"
@@ -10,32 +9,8 @@ namespace kiln {
 namespace {
 
 constexpr char kFrameMagic[4] = {'K', 'R', 'C', '1'};
-constexpr size_t kTagSize = SHA256_DIGEST_SIZE;
+constexpr size_t kTagSize = kHmacTagSize;
 constexpr const char* kPrefix = "kiln:cache:";
-
-std::string hmac_tag(const std::string& secret, const std::string& key, std::string_view value) {
-  hmac_sha256_ctx ctx;
-  hmac_sha256_set_key(&ctx, secret.size(), reinterpret_cast<const uint8_t*>(secret.data()));
-  auto update_framed = [&](std::string_view bytes) {
-    uint8_t size[8];
-    for (int i = 0; i < 8; ++i) size[i] = static_cast<uint8_t>(uint64_t(bytes.size()) >> (8 * i));
-    hmac_sha256_update(&ctx, sizeof(size), size);
-    hmac_sha256_update(&ctx, bytes.size(), reinterpret_cast<const uint8_t*>(bytes.data()));
-  };
-  update_framed(key);
-  update_framed(value);
-  std::string tag(kTagSize, '\0');
-  hmac_sha256_digest(&ctx, kTagSize, reinterpret_cast<uint8_t*>(tag.data()));
-  return tag;
-}
-
-// Constant time, so a forger learns nothing from timing.
-bool same_tag(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
-}
 
 bool is_timeout(const Status& s) { return s.message().find("timed out") != std::string::npos; }
 

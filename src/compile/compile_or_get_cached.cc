@@ -256,12 +256,38 @@ SharePlan plan_sharing(const Client& client, const CompileOptions& options,
   return plan;
 }
 
+// A shared value names the key it was published for and, with KILN_REMOTE_CACHE_SECRET set, carries
+// an HMAC over both, exactly as remote-tier entries do: a follower loads code only from its leader.
+//   [32-byte tag] key '\n' body
+std::string seal_share_value(const std::string& key, const std::string& body) {
+  std::string named = key + "\n" + body;
+  std::string secret = *config::get_string("KILN_REMOTE_CACHE_SECRET");
+  return secret.empty() ? named : hmac_tag(secret, "share", named) + named;
+}
+
+Result<std::string_view> open_share_value(const std::string& key, std::string_view value) {
+  std::string secret = *config::get_string("KILN_REMOTE_CACHE_SECRET");
+  if (!secret.empty()) {
+    if (value.size() < kHmacTagSize ||
+        !same_tag(value.substr(0, kHmacTagSize),
+                  hmac_tag(secret, "share", value.substr(kHmacTagSize))))
+      return corruption("the job's shared executable for key '" + key +
+                        "' is not signed with KILN_REMOTE_CACHE_SECRET; refused");
+    value.remove_prefix(kHmacTagSize);
+  }
+  if (value.size() <= key.size() || value.substr(0, key.size()) != key ||
+      value[key.size()] != '\n')
+    return corruption("the job's shared value under key '" + key +
+                      "' names another key (or none); refused");
+  return value.substr(key.size() + 1);
+}
+
 // The leader publishes the compressed executable, or its compile error so followers fail fast.
 void publish_to_followers(const SharePlan& plan, const CacheKey& key,
                           const Result<std::shared_ptr<Executable>>& compiled) {
-  std::string value = compiled.ok() ? "X" + zstd_compress((*compiled)->serialize())
-                                    : "E" + compiled.status().message();
-  Status s = plan.job->kv->set(plan.job->key("share:" + key.key), value);
+  std::string body = compiled.ok() ? "X" + zstd_compress((*compiled)->serialize())
+                                   : "E" + compiled.status().message();
+  Status s = plan.job->kv->set(plan.job->key("share:" + key.key), seal_share_value(key.key, body));
   if (!s.ok())
     log::warning("could not share the executable of '" + key.module_name +
                  "' with the job: " + s.message());
@@ -277,12 +303,12 @@ Result<std::shared_ptr<Executable>> wait_for_leader(const SharePlan& plan, const
                       " to share the executable of '" + key.module_name + "' with key '" + key.key +
                       "' (" + value.status().message() + ")");
   }
-  if (value->empty() || (*value)[0] == 'E') {
+  KILN_ASSIGN_OR_RETURN(std::string_view body, open_share_value(key.key, *value));
+  if (body.empty() || body[0] == 'E') {
     return compile_error(leader + " failed to compile '" + key.module_name +
-                         "': " + (value->empty() ? "" : value->substr(1)));
+                         "': " + std::string(body.empty() ? "" : body.substr(1)));
   }
-  KILN_ASSIGN_OR_RETURN(std::string bytes,
-                        zstd_decompress(std::string_view(*value).substr(1), size_t{4} << 30));
+  KILN_ASSIGN_OR_RETURN(std::string bytes, zstd_decompress(body.substr(1), size_t{4} << 30));
   return Executable::deserialize(bytes);
 }
 

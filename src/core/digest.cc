@@ -1,5 +1,6 @@
 #include "core/digest.h"
 
+#include <nettle/hmac.h>
 #include <nettle/sha2.h>
 #include <xxhash.h>
 #include <zstd.h>
@@ -56,6 +57,29 @@ std::string zstd_compress(std::string_view bytes, int level) {
   size_t n = ZSTD_compress(out.data(), out.size(), bytes.data(), bytes.size(), level);
   out.resize(ZSTD_isError(n) ? 0 : n);
   return out;
+}
+
+std::string hmac_tag(const std::string& secret, std::string_view key, std::string_view value) {
+  hmac_sha256_ctx ctx;
+  hmac_sha256_set_key(&ctx, secret.size(), reinterpret_cast<const uint8_t*>(secret.data()));
+  auto update_framed = [&](std::string_view bytes) {
+    uint8_t size[8];
+    for (int i = 0; i < 8; ++i) size[i] = static_cast<uint8_t>(uint64_t(bytes.size()) >> (8 * i));
+    hmac_sha256_update(&ctx, sizeof(size), size);
+    hmac_sha256_update(&ctx, bytes.size(), reinterpret_cast<const uint8_t*>(bytes.data()));
+  };
+  update_framed(key);
+  update_framed(value);
+  std::string tag(kHmacTagSize, '\0');
+  hmac_sha256_digest(&ctx, kHmacTagSize, reinterpret_cast<uint8_t*>(tag.data()));
+  return tag;
+}
+
+bool same_tag(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
 }
 
 Result<std::string> zstd_decompress(std::string_view bytes, size_t max_size) {

@@ -27,6 +27,12 @@ class Sha256 {
 std::string sha256_hex(std::string_view bytes);
 uint64_t xxh3_64(std::string_view bytes);
 
+// HMAC-SHA256 over the framed key and value (sizes included, so no two pairs share a tag).
+inline constexpr size_t kHmacTagSize = 32;
+std::string hmac_tag(const std::string& secret, std::string_view key, std::string_view value);
+// Constant time, so a forger learns nothing from timing.
+bool same_tag(std::string_view a, std::string_view b);
+
 std::string zstd_compress(std::string_view bytes, int level = 3);
 // Fails with kCorruption when the frame is damaged or larger than `max_size`.
 Result<std::string> zstd_decompress(std::string_view bytes, size_t max_size);
