@@ -12,7 +12,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -24,6 +23,7 @@
 #include <vector>
 
 #include "compile/text_canonical.h"
+#include "kiln/file.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -215,13 +215,6 @@ std::string generic_form_isolated(mlir::MLIRContext& context, const std::string&
   return out;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -235,11 +228,12 @@ int main(int argc, char** argv) {
     } else if (arg == "--seed" && i + 1 < argc) {
       seed = static_cast<uint32_t>(std::atol(argv[++i]));
     } else {
-      seeds.push_back(read_file(arg));
-      if (seeds.back().empty()) {
+      auto text = kiln::read_file(arg);
+      if (!text.ok() || text->empty()) {
         std::cerr << "kiln_key_fuzz: cannot read " << arg << "\n";
         return 2;
       }
+      seeds.push_back(std::move(*text));
     }
   }
   if (seeds.empty()) {
