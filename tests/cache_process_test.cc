@@ -59,7 +59,7 @@ TEST(CacheProcessTest, WriterKilledAtRandomPointsNeverLeavesAReadablePartialEntr
   for (const std::string& key : *keys) {
     auto bytes = (*store)->get(key);
     ASSERT_TRUE(bytes.ok() && bytes->has_value()) << key;
-    auto decoded = decode_cache_entry(**bytes);
+    auto decoded = decode_cache_entry(**bytes, key);
     ASSERT_TRUE(decoded.ok()) << key << ": " << decoded.status().to_string();
     EXPECT_EQ(decoded->metadata.module_name, key);
   }

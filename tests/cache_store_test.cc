@@ -1,7 +1,6 @@
 // The cache entry format and the directory store, on real directories (faults through EnvWrapper).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <atomic>
@@ -24,6 +23,7 @@ std::string key_name(int i) {
 
 CacheEntryMetadata sample_metadata() {
   CacheEntryMetadata m;
+  m.key = "net-0123";
   m.module_name = "net";
   m.producer_version = "test";
   m.compile_time_ms = 1234;
@@ -49,7 +49,7 @@ TEST(CacheEntryTest, RoundTripKeepsMetadataAndPayload) {
   std::string payload(10000, 'x');
   for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<char>(i * 31);
   std::string entry = encode_cache_entry(sample_metadata(), payload);
-  auto decoded = decode_cache_entry(entry);
+  auto decoded = decode_cache_entry(entry, "net-0123");
   ASSERT_TRUE(decoded.ok()) << decoded.status().to_string();
   EXPECT_EQ(decoded->payload, payload);
   EXPECT_EQ(decoded->metadata.module_name, "net");
@@ -64,23 +64,37 @@ TEST(CacheEntryTest, EverySingleFlippedByteIsDetected) {
     for (unsigned char flip : {0x01, 0x80}) {
       std::string damaged = entry;
       damaged[i] = static_cast<char>(damaged[i] ^ flip);
-      auto decoded = decode_cache_entry(damaged);
+      auto decoded = decode_cache_entry(damaged, "net-0123");
       ASSERT_FALSE(decoded.ok()) << "byte " << i << " flipped with " << int(flip);
       EXPECT_EQ(decoded.status().code(), StatusCode::kCorruption);
     }
   }
 }
 
+TEST(CacheEntryTest, AnEntryReadUnderAnotherKeyIsCorrupt) {
+  std::string entry = encode_cache_entry(sample_metadata(), "payload");
+  for (const char* other : {"net-0124", "", "net-0123 "}) {
+    auto decoded = decode_cache_entry(entry, other);
+    ASSERT_FALSE(decoded.ok()) << other;
+    EXPECT_EQ(decoded.status().code(), StatusCode::kCorruption);
+    EXPECT_THAT(decoded.status().message(), ::testing::HasSubstr("written for key 'net-0123'"));
+    EXPECT_FALSE(decode_cache_entry_metadata(entry, other).ok());
+  }
+}
+
 TEST(CacheEntryTest, TruncatedWrongMagicAndWrongVersionAreCorrupt) {
   std::string entry = encode_cache_entry(sample_metadata(), "payload");
   for (size_t n : {size_t{0}, size_t{10}, size_t{47}, entry.size() - 1})
-    EXPECT_EQ(decode_cache_entry(entry.substr(0, n)).status().code(), StatusCode::kCorruption);
+    EXPECT_EQ(decode_cache_entry(entry.substr(0, n), "net-0123").status().code(),
+              StatusCode::kCorruption);
   std::string magic = entry;
   magic[0] = 'X';
-  EXPECT_THAT(decode_cache_entry(magic).status().message(), ::testing::HasSubstr("magic"));
+  EXPECT_THAT(decode_cache_entry(magic, "net-0123").status().message(),
+              ::testing::HasSubstr("magic"));
   std::string version = entry;
   version[8] = 7;
-  EXPECT_THAT(decode_cache_entry(version).status().message(), ::testing::HasSubstr("version 7"));
+  EXPECT_THAT(decode_cache_entry(version, "net-0123").status().message(),
+              ::testing::HasSubstr("version 7"));
 }
 
 std::unique_ptr<DirectoryStore> open_store(const std::string& dir, Env* env, int64_t max_size = -1,

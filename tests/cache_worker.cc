@@ -19,6 +19,7 @@ std::string payload(std::mt19937& rng) {
 
 kiln::CacheEntryMetadata metadata(const std::string& name) {
   kiln::CacheEntryMetadata m;
+  m.key = name;
   m.module_name = name;
   m.producer_version = "worker";
   m.compile_time_ms = 1;
@@ -68,7 +69,7 @@ int main(int argc, char** argv) {
         return 1;
       }
       if (got->has_value()) {
-        auto decoded = kiln::decode_cache_entry(**got);
+        auto decoded = kiln::decode_cache_entry(**got, key);
         if (!decoded.ok() || decoded->metadata.module_name != key) {
           std::fprintf(stderr, "damaged read of %s\n", key.c_str());
           return 1;

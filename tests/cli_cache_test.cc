@@ -3,9 +3,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "core/digest.h"
+#include "kiln/cache.h"
 #include "kiln/env.h"
+#include "kiln/executable.h"
 #include "kiln/file.h"
 #include "kiln/npy.h"
 #include "test_support.h"
@@ -30,6 +34,16 @@ class CliCacheTest : public ::testing::Test {
     return nlohmann::json::parse(r.out, nullptr, false);
   }
   std::string mlp() { return program_path("../../examples/mlp.mlir"); }
+  // The files under entries/ whose names start with `prefix`.
+  std::vector<std::string> entry_files(const std::string& prefix) {
+    std::vector<std::string> paths;
+    Result<std::vector<std::string>> names = Env::posix()->list_dir(dir_.path() + "/entries");
+    if (!names.ok()) return paths;
+    for (const std::string& name : *names)
+      if (name.rfind(prefix, 0) == 0) paths.push_back(dir_.path() + "/entries/" + name);
+    std::sort(paths.begin(), paths.end());
+    return paths;
+  }
   TempDir dir_;
 };
 
@@ -144,6 +158,157 @@ TEST_F(CliCacheTest, ExportImportWarmsAnotherCacheWithIdenticalResults) {
       run_process({kiln_binary(), "--cache-dir", other.path(), "cache", "import", mlp()});
   EXPECT_EQ(junk.exit_code, 1);
   EXPECT_THAT(junk.err, HasSubstr("not a kiln cache bundle"));
+}
+
+TEST_F(CliCacheTest, AnEntryFiledUnderAnotherKeyIsACorruptMissThatHeals) {
+  TempDir work;
+  std::string softmax = program_path("softmax.mlir");
+  ASSERT_EQ(kiln({"run", softmax, "--fill", "ones", "--output", work.file("want.npy")}).exit_code,
+            0);
+  ASSERT_EQ(kiln({"run", mlp()}).exit_code, 0);
+  // Put mlp's code where softmax's entry lives (softmax.mlir's module is unnamed: "module-").
+  std::vector<std::string> softmax_entries = entry_files("module-");
+  std::vector<std::string> mlp_entries = entry_files("mlp-");
+  ASSERT_EQ(softmax_entries.size(), 1u);
+  ASSERT_EQ(mlp_entries.size(), 1u);
+  ASSERT_TRUE(write_file(softmax_entries[0], *read_file(mlp_entries[0])).ok());
+
+  ProcessResult run = kiln({"run", softmax, "--fill", "ones", "--output", work.file("got.npy")},
+                           {"KILN_LOG_LEVEL=warning"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("cache: miss"));
+  EXPECT_THAT(run.err, HasSubstr("was written for key 'mlp-"));
+  EXPECT_EQ(*read_file(work.file("got.npy")), *read_file(work.file("want.npy")));
+  EXPECT_EQ(run_json(softmax)["cache"], "hit");  // healed
+  nlohmann::json stats = nlohmann::json::parse(kiln({"cache", "stats", "--json"}).out);
+  EXPECT_EQ(stats["counters"]["corrupt"], 1);
+}
+
+// The bundle format, written by hand the way an attacker would.
+std::string craft_bundle(const std::vector<std::pair<std::string, std::string>>& records) {
+  auto u64 = [](uint64_t v) {
+    std::string out;
+    for (int i = 0; i < 8; ++i) out += static_cast<char>(v >> (8 * i));
+    return out;
+  };
+  std::string out = "KILNBND1";
+  for (const auto& [key, value] : records) out += u64(key.size()) + key + u64(value.size()) + value;
+  return out + u64(xxh3_64(out));
+}
+
+TEST_F(CliCacheTest, ACraftedBundleCannotRedirectAProgram) {
+  TempDir work, victim;
+  std::string softmax = program_path("softmax.mlir");
+  ASSERT_EQ(kiln({"run", softmax, "--fill", "ones", "--output", work.file("want.npy")}).exit_code,
+            0);
+  ASSERT_EQ(kiln({"run", mlp()}).exit_code, 0);
+  std::string softmax_entry = entry_files("module-")[0];
+  std::string mlp_entry = entry_files("mlp-")[0];
+  auto key_of = [](const std::string& path) {
+    std::string name = path.substr(path.rfind('/') + 1);
+    return name.substr(0, name.size() - 4);  // ".kce"
+  };
+  // softmax's raw-bytes alias, redirected to mlp's module; and mlp's code filed under softmax's
+  // key.
+  std::vector<std::string> aliases = entry_files("alias-");
+  ASSERT_EQ(aliases.size(), 2u);
+  std::string softmax_alias, mlp_alias_value;
+  for (const std::string& a : aliases) {
+    std::string value = *read_file(a);
+    if (value.rfind("mlp\n", 0) == 0)
+      mlp_alias_value = value;
+    else
+      softmax_alias = key_of(a);
+  }
+  ASSERT_FALSE(softmax_alias.empty());
+  ASSERT_FALSE(mlp_alias_value.empty());
+  std::string bundle = craft_bundle(
+      {{softmax_alias, mlp_alias_value}, {key_of(softmax_entry), *read_file(mlp_entry)}});
+  ASSERT_TRUE(write_file(work.file("crafted"), bundle).ok());
+  ProcessResult imported = run_process(
+      {kiln_binary(), "--cache-dir", victim.path(), "cache", "import", work.file("crafted")});
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  EXPECT_THAT(imported.out, HasSubstr("imported 0 entries"));
+  EXPECT_THAT(imported.out, HasSubstr("skipped 2"));
+  ProcessResult run = run_process({kiln_binary(), "--cache-dir", victim.path(), "run", softmax,
+                                   "--fill", "ones", "--output", work.file("got.npy")});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("cache: miss"));
+  EXPECT_EQ(*read_file(work.file("got.npy")), *read_file(work.file("want.npy")));
+}
+
+TEST_F(CliCacheTest, WithASecretOnlyBundlesSignedWithItImport) {
+  TempDir work, other;
+  ASSERT_EQ(kiln({"run", mlp()}).exit_code, 0);
+  ASSERT_EQ(
+      kiln({"cache", "export", work.file("signed")}, {"KILN_REMOTE_CACHE_SECRET=team"}).exit_code,
+      0);
+  ASSERT_EQ(kiln({"cache", "export", work.file("plain")}).exit_code, 0);
+  auto import = [&](const std::string& file, const std::string& secret) {
+    std::vector<std::string> env;
+    if (!secret.empty()) env.push_back("KILN_REMOTE_CACHE_SECRET=" + secret);
+    return run_process({kiln_binary(), "--cache-dir", other.path(), "cache", "import", file}, env);
+  };
+  ProcessResult unsigned_with_secret = import(work.file("plain"), "team");
+  EXPECT_EQ(unsigned_with_secret.exit_code, 1);
+  EXPECT_THAT(unsigned_with_secret.err, HasSubstr("not signed"));
+  ProcessResult wrong_secret = import(work.file("signed"), "other");
+  EXPECT_EQ(wrong_secret.exit_code, 1);
+  EXPECT_THAT(wrong_secret.err, HasSubstr("does not verify"));
+  ProcessResult no_secret = import(work.file("signed"), "");
+  EXPECT_EQ(no_secret.exit_code, 1);
+  EXPECT_THAT(no_secret.err, HasSubstr("no secret is set"));
+  std::string tampered = *read_file(work.file("signed"));
+  tampered[tampered.size() - 40] ^= 1;  // the checksum, recomputed by nobody
+  ASSERT_TRUE(write_file(work.file("tampered"), tampered).ok());
+  EXPECT_EQ(import(work.file("tampered"), "team").exit_code, 1);
+  EXPECT_EQ(entry_files("mlp-").size(), 1u);
+  ProcessResult good = import(work.file("signed"), "team");
+  ASSERT_EQ(good.exit_code, 0) << good.err;
+  EXPECT_THAT(good.out, HasSubstr("imported 1 entries"));
+  EXPECT_THAT(good.out, HasSubstr("signed bundle"));
+}
+
+// An entry whose code has a constructor that leaves a mark: verify must not run it.
+TEST_F(CliCacheTest, VerifyChecksEntriesWithoutRunningTheirCode) {
+  TempDir work;
+  std::string marker = work.file("constructor-ran");
+  ASSERT_TRUE(write_file(work.file("planted.c"),
+                         "#include <stdio.h>\n"
+                         "__attribute__((constructor)) static void mark(void) {\n"
+                         "  FILE* f = fopen(\"" +
+                             marker +
+                             "\", \"w\"); if (f) fclose(f);\n}\n"
+                             "void _kiln_entry_main(void** args) { (void)args; }\n")
+                  .ok());
+  ProcessResult cc = run_process(
+      {"cc", "-shared", "-fPIC", "-o", work.file("planted.so"), work.file("planted.c")});
+  ASSERT_EQ(cc.exit_code, 0) << cc.err;
+  ExecutableInfo info;
+  info.module_name = "planted";
+  info.platform_version = "test";
+  info.effort_level = "O1";
+  EntryPoint entry;
+  entry.name = "main";
+  std::string exe =
+      Executable::serialize_parts(info, {entry}, *read_file(work.file("planted.so")), {});
+  CacheEntryMetadata meta;
+  meta.key = "planted-" + std::string(64, '0');
+  meta.module_name = "planted";
+  meta.producer_version = "test";
+  {
+    auto store = DirectoryStore::open({dir_.path(), -1, -1, nullptr});
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->put(meta.key, encode_cache_entry(meta, exe)).ok());
+  }
+  ProcessResult verify = kiln({"cache", "verify"});
+  ASSERT_EQ(verify.exit_code, 0) << verify.err;
+  EXPECT_THAT(verify.out, HasSubstr("verified 1 entries, removed 0 bad ones"));
+  EXPECT_FALSE(Env::posix()->file_exists(marker));
+  // The opt-in loads the code, and so shows that the planted constructor is real.
+  ProcessResult load = kiln({"cache", "verify", "--load"});
+  ASSERT_EQ(load.exit_code, 0) << load.err;
+  EXPECT_TRUE(Env::posix()->file_exists(marker));
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "kiln/cache.h"
 #include "kiln/compile.h"
 #include "kiln/config.h"
 #include "kiln/file.h"
@@ -166,7 +167,7 @@ TEST_F(CompileCacheTest, MissWritesThenAFreshProcessHitsWithIdenticalResults) {
   // The stored compile time is the measured one, in milliseconds.
   auto bytes = read_file(entry_file(first.key));
   ASSERT_TRUE(bytes.ok());
-  auto meta = decode_cache_entry_metadata(*bytes);
+  auto meta = decode_cache_entry_metadata(*bytes, first.key);
   ASSERT_TRUE(meta.ok());
   EXPECT_NEAR(meta->compile_time_ms, first.compile_ms, 1.0);
   EXPECT_NEAR(durations_["compile_time_saved_sec"][0],
@@ -343,8 +344,14 @@ TEST_F(CompileCacheTest, CheckContentsRaisesOnAMismatchEvenWithoutRaiseMode) {
   CompileReport add_report, mul_report;
   ASSERT_TRUE(get(kAdd, &add_report).ok());
   ASSERT_TRUE(get(kMul, &mul_report).ok());
-  // Poison: the adder's key now holds the multiplier's (valid) entry.
-  ASSERT_TRUE(write_file(entry_file(add_report.key), *read_file(entry_file(mul_report.key))).ok());
+  // Poison: the adder's key now holds the multiplier's code in an entry that names the adder's
+  // key, as a writer with access to the directory could plant it.
+  auto mul_entry = decode_cache_entry(*read_file(entry_file(mul_report.key)), mul_report.key);
+  ASSERT_TRUE(mul_entry.ok()) << mul_entry.status().to_string();
+  CacheEntryMetadata forged = mul_entry->metadata;
+  forged.key = add_report.key;
+  ASSERT_TRUE(
+      write_file(entry_file(add_report.key), encode_cache_entry(forged, mul_entry->payload)).ok());
   ASSERT_TRUE(config::set("KILN_COMPILATION_CACHE_CHECK_CONTENTS", "true").ok());
   forget_memory();
   CompileReport r;

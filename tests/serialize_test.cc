@@ -90,6 +90,39 @@ TEST(SerializeTest, TruncatedAndForeignBytesAreRejectedWithClearErrors) {
   EXPECT_NE(versioned.status().message().find("format version 99"), std::string::npos);
 }
 
+// Checksums catch accidents; a crafted object has a valid one. dlopen would trust it, so the
+// object's structure and its symbols are checked first, and a bad one is an error, not a crash.
+TEST(SerializeTest, CraftedCodeWithAValidChecksumIsRejectedBeforeDlopen) {
+  auto exe = compile_file(program_path("reductions.mlir"), EffortLevel::kO1);
+  ASSERT_TRUE(exe.ok()) << exe.status().to_string();
+  std::string code = (*exe)->code_bytes();
+  auto rejected = [&](std::string object, std::vector<EntryPoint> entries) {
+    std::string bytes = Executable::serialize_parts((*exe)->info(), entries, object, {});
+    Status checked = Executable::check_serialized(bytes);
+    auto loaded = Executable::deserialize(bytes);
+    EXPECT_FALSE(loaded.ok());
+    EXPECT_EQ(loaded.status().code(), StatusCode::kCorruption);
+    EXPECT_EQ(checked.message(), loaded.status().message());
+    return loaded.status().message();
+  };
+  auto entries = (*exe)->entry_points();
+  EXPECT_EQ(Executable::check_serialized((*exe)->serialize()).code(), StatusCode::kOk);
+  EXPECT_NE(rejected("garbage", entries).find("shorter than an ELF header"), std::string::npos);
+  EXPECT_NE(rejected(code.substr(0, code.size() / 2), entries).find("outside the object"),
+            std::string::npos);
+  std::string other_machine = code;
+  other_machine[18] = 0x28;  // e_machine: ARM
+  EXPECT_NE(rejected(other_machine, entries).find("another machine type"), std::string::npos);
+  std::string huge_table = code;
+  std::memset(&huge_table[0x28], 0x7f, 7);  // e_shoff far past the end
+  EXPECT_NE(rejected(huge_table, entries).find("section headers"), std::string::npos);
+  // Metadata promising an entry the code does not have.
+  entries.push_back(entries[0]);
+  entries.back().name = "not_in_the_code";
+  EXPECT_NE(rejected(code, entries).find("does not define _kiln_entry_not_in_the_code"),
+            std::string::npos);
+}
+
 TEST(InputFormatTest, BytecodeCompilesLikeText) {
   TempDir dir;
   std::string bytecode = dir.file("softmax.mlirbc");

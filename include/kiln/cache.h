@@ -1,7 +1,8 @@
 // The persistent compilation cache: keys, the entry format and the stores.
 //
 // Entry = 48-byte header (magic, format version, compression, compile time in ms, sizes, XXH3
-// checksum over the whole entry with the checksum field zeroed) + JSON metadata + zstd payload.
+// checksum over the whole entry with the checksum field zeroed) + JSON metadata (naming the entry's
+// own key) + zstd payload.
 // A damaged entry never decodes: it is reported as kCorruption and treated as a miss.
 #pragma once
 
@@ -34,6 +35,7 @@ struct CacheKey {
 };
 
 struct CacheEntryMetadata {
+  std::string key;  // the full key the entry was written for; a read under any other is corrupt
   std::string module_name;
   std::string producer_version;  // kiln version that wrote it
   int64_t compile_time_ms = 0;
@@ -47,9 +49,11 @@ struct DecodedCacheEntry {
   CacheEntryMetadata metadata;
   std::string payload;  // decompressed
 };
-Result<DecodedCacheEntry> decode_cache_entry(std::string_view bytes);
+// `key` is the key the bytes were read under: an entry written for another key is kCorruption.
+Result<DecodedCacheEntry> decode_cache_entry(std::string_view bytes, std::string_view key);
 // Header and metadata only (for `kiln cache ls` / `explain`), without decompressing.
-Result<CacheEntryMetadata> decode_cache_entry_metadata(std::string_view bytes);
+Result<CacheEntryMetadata> decode_cache_entry_metadata(std::string_view bytes,
+                                                       std::string_view key);
 
 // Counters with stable names, kept by the store across processes.
 struct CacheStats {
@@ -170,13 +174,22 @@ class TieredCacheStore : public CacheStore {
   int64_t skip_until_micros_ = 0;
 };
 
-// A portable bundle of entries (magic, then key/entry pairs with lengths, then an XXH3 checksum),
-// to warm another machine's cache. Entries of another platform version import fine and are simply
-// never looked up there (their keys include the platform version). Raw-bytes aliases travel too.
-Result<std::string> export_cache_bundle(CacheStore& store);
-// Returns the number of entries imported; damaged entries are skipped, a damaged bundle is an
-// error.
-Result<int> import_cache_bundle(CacheStore& store, std::string_view bundle);
+// A portable bundle of entries (magic, then key/entry pairs with lengths, then an XXH3 checksum,
+// then, when exported with a secret, an HMAC-SHA256 over all of it), to warm another machine's
+// cache. Entries of another platform version import fine and are simply never looked up there
+// (their keys include the platform version). Raw-bytes alias records never travel.
+Result<std::string> export_cache_bundle(CacheStore& store, const std::string& secret = "");
+struct BundleImport {
+  int imported = 0;
+  int skipped = 0;  // records that do not decode under their key, and alias records
+  bool signed_bundle = false;
+};
+// Every record is decoded in full under its key before any is written; a damaged bundle imports
+// nothing. With a secret only a bundle signed with it is accepted; without one, a signed bundle
+// is refused too (its signature cannot be checked), and an unsigned one is trusted like the
+// user's own files.
+Result<BundleImport> import_cache_bundle(CacheStore& store, std::string_view bundle,
+                                         const std::string& secret = "");
 
 // The default directory: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln.
 std::string default_cache_directory();

@@ -67,6 +67,9 @@ class Executable {
   // Loads a serialised executable. Fails with kCorruption when the bytes are damaged, with
   // kInvalidArgument when they are not a kiln executable.
   static Result<std::shared_ptr<Executable>> deserialize(std::string_view bytes);
+  // Every check deserialize makes (header, checksum, metadata, the code's structure and the symbols
+  // the metadata names) without loading the code, so no constructor in it runs.
+  static Status check_serialized(std::string_view bytes);
   // Same as deserialize(read_file(path)), with fewer copies: the file is mapped, not read.
   static Result<std::shared_ptr<Executable>> deserialize_file(const std::string& path);
   // Builds an executable from its parts (used by the compiler; callers use Client::compile).

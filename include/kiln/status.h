@@ -16,6 +16,8 @@ enum class StatusCode {
   kIoError,
   kCorruption,  // stored bytes failed a check
   kInternal,
+  kPermissionDenied,   // a trust check refused a file, directory or value
+  kResourceExhausted,  // the input asks for more than kiln's limits allow
 };
 
 const char* status_code_name(StatusCode code);
@@ -55,6 +57,12 @@ inline Status io_error(std::string message) {
 }
 inline Status corruption(std::string message) {
   return Status(StatusCode::kCorruption, std::move(message));
+}
+inline Status permission_denied(std::string message) {
+  return Status(StatusCode::kPermissionDenied, std::move(message));
+}
+inline Status resource_exhausted(std::string message) {
+  return Status(StatusCode::kResourceExhausted, std::move(message));
 }
 inline Status internal_error(std::string message) {
   return Status(StatusCode::kInternal, std::move(message));

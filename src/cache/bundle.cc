@@ -6,7 +6,14 @@
 namespace kiln {
 namespace {
 
+// "KILNBND1": unsigned; "KILNBNDS": the checksum is followed by an HMAC-SHA256 over everything
+// before it, made with the team's secret.
 constexpr char kBundleMagic[8] = {'K', 'I', 'L', 'N', 'B', 'N', 'D', '1'};
+constexpr char kSignedBundleMagic[8] = {'K', 'I', 'L', 'N', 'B', 'N', 'D', 'S'};
+// Real caches hold thousands of entries; a bundle claiming far more is hostile or broken, and
+// importing it record by record would take hours.
+constexpr uint64_t kMaxBundleRecords = 65536;
+constexpr std::string_view kBundleTagContext = "kiln cache bundle";
 
 void append_u64(std::string& out, uint64_t v) {
   for (int i = 0; i < 8; ++i) out += static_cast<char>(v >> (8 * i));
@@ -20,42 +27,82 @@ bool read_u64(std::string_view in, size_t& pos, uint64_t& v) {
   return true;
 }
 
-// Raw-bytes aliases (tiny text records) travel too: they spare the importer a parse per file.
+// Raw-bytes aliases map a file's bytes to a module digest; one planted record would run another
+// program in its place, so they never travel: the importer's first run of each file re-derives
+// its alias.
 bool is_alias(const std::string& key) { return key.rfind("alias-", 0) == 0; }
 
 }  // namespace
 
-Result<std::string> export_cache_bundle(CacheStore& store) {
+Result<std::string> export_cache_bundle(CacheStore& store, const std::string& secret) {
   KILN_ASSIGN_OR_RETURN(auto keys, store.keys());
-  std::string out(kBundleMagic, sizeof(kBundleMagic));
+  std::string out(secret.empty() ? kBundleMagic : kSignedBundleMagic, sizeof(kBundleMagic));
+  uint64_t records = 0;
   for (const std::string& key : keys) {
+    if (is_alias(key)) continue;
     KILN_ASSIGN_OR_RETURN(auto value, store.get(key));
-    if (!value.has_value() || !(is_alias(key) || decode_cache_entry_metadata(*value).ok()))
-      continue;
+    if (!value.has_value() || !decode_cache_entry(*value, key).ok()) continue;
+    if (++records > kMaxBundleRecords)
+      return resource_exhausted("the cache holds more than " + std::to_string(kMaxBundleRecords) +
+                                " entries, more than one bundle may carry; run `kiln cache gc` " +
+                                "with --max-entries first");
     append_u64(out, key.size());
     out += key;
     append_u64(out, value->size());
     out += *value;
   }
   append_u64(out, xxh3_64(out));
+  if (!secret.empty()) out += hmac_tag(secret, kBundleTagContext, out);
   return out;
 }
 
-Result<int> import_cache_bundle(CacheStore& store, std::string_view bundle) {
-  if (bundle.size() < sizeof(kBundleMagic) + 8 ||
-      std::memcmp(bundle.data(), kBundleMagic, sizeof(kBundleMagic)) != 0)
+Result<BundleImport> import_cache_bundle(CacheStore& store, std::string_view bundle,
+                                         const std::string& secret) {
+  if (bundle.size() < sizeof(kBundleMagic) + 8)
+    return invalid_argument(
+        "not a kiln cache bundle (too short); make one with `kiln cache export`");
+  bool is_signed = std::memcmp(bundle.data(), kSignedBundleMagic, sizeof(kBundleMagic)) == 0;
+  if (!is_signed && std::memcmp(bundle.data(), kBundleMagic, sizeof(kBundleMagic)) != 0)
     return invalid_argument(
         "not a kiln cache bundle (bad magic); make one with `kiln cache export`");
+  if (is_signed) {
+    if (bundle.size() < sizeof(kBundleMagic) + 8 + kHmacTagSize)
+      return corruption("the cache bundle is truncated");
+    std::string_view tag = bundle.substr(bundle.size() - kHmacTagSize);
+    bundle = bundle.substr(0, bundle.size() - kHmacTagSize);
+    if (secret.empty())
+      return permission_denied(
+          "the cache bundle is signed, but no secret is set to check it; set "
+          "KILN_REMOTE_CACHE_SECRET to the secret it was exported with");
+    if (!same_tag(tag, hmac_tag(secret, kBundleTagContext, bundle)))
+      return permission_denied(
+          "the cache bundle's signature does not verify (tampered, or signed with another "
+          "secret); it was not imported");
+  } else if (!secret.empty()) {
+    return permission_denied(
+        "the cache bundle is not signed, and KILN_REMOTE_CACHE_SECRET is set, so only signed "
+        "bundles are imported; export it again with the secret set");
+  }
   size_t end = bundle.size() - 8;
   uint64_t checksum = 0;
   size_t checksum_pos = end;
   read_u64(bundle, checksum_pos, checksum);
   if (xxh3_64(bundle.substr(0, end)) != checksum)
     return corruption("the cache bundle is damaged (checksum mismatch)");
+
+  // Check every record before writing any: a damaged bundle imports nothing.
+  struct Record {
+    std::string key;
+    std::string_view value;
+  };
+  std::vector<Record> records;
+  BundleImport result;
   size_t pos = sizeof(kBundleMagic);
-  int imported = 0;
   std::string_view body = bundle.substr(0, end);
   while (pos < end) {
+    if (records.size() + result.skipped >= kMaxBundleRecords)
+      return resource_exhausted("the cache bundle has more than " +
+                                std::to_string(kMaxBundleRecords) + " records; not imported");
     uint64_t key_size = 0, value_size = 0;
     if (!read_u64(body, pos, key_size) || body.size() - pos < key_size)
       return corruption("the cache bundle is truncated");
@@ -65,11 +112,19 @@ Result<int> import_cache_bundle(CacheStore& store, std::string_view bundle) {
       return corruption("the cache bundle is truncated");
     std::string_view value = body.substr(pos, value_size);
     pos += value_size;
-    if (!is_alias(key) && !decode_cache_entry_metadata(value).ok()) continue;
-    KILN_RETURN_IF_ERROR(store.put(key, value));
-    imported += is_alias(key) ? 0 : 1;
+    // Each entry must decode in full under the key it is filed under.
+    if (is_alias(key) || !decode_cache_entry(value, key).ok()) {
+      ++result.skipped;
+      continue;
+    }
+    records.push_back({std::move(key), value});
   }
-  return imported;
+  for (const Record& r : records) {
+    KILN_RETURN_IF_ERROR(store.put(r.key, r.value));
+    ++result.imported;
+  }
+  result.signed_bundle = is_signed;
+  return result;
 }
 
 }  // namespace kiln

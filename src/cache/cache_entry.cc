@@ -51,10 +51,12 @@ Result<std::pair<EntryHeader, std::string_view>> check_entry(std::string_view by
   return std::make_pair(header, rest);
 }
 
-Result<CacheEntryMetadata> parse_metadata(const EntryHeader& header, std::string_view text) {
+Result<CacheEntryMetadata> parse_metadata(const EntryHeader& header, std::string_view text,
+                                          std::string_view expected_key) {
   CacheEntryMetadata m;
   try {
     nlohmann::json j = nlohmann::json::parse(text);
+    m.key = j.at("key").get<std::string>();
     m.module_name = j.at("module_name").get<std::string>();
     m.producer_version = j.at("producer_version").get<std::string>();
     m.created_micros = j.at("created_micros").get<int64_t>();
@@ -66,6 +68,11 @@ Result<CacheEntryMetadata> parse_metadata(const EntryHeader& header, std::string
   } catch (const nlohmann::json::exception& e) {
     return corruption(std::string("cache entry metadata is malformed: ") + e.what());
   }
+  // An entry filed under another key (a bad import, a mix-up, a planted file) is damage: it holds
+  // some other program's code.
+  if (m.key != expected_key)
+    return corruption("cache entry is filed under key '" + std::string(expected_key) +
+                      "' but was written for key '" + m.key + "'");
   m.compile_time_ms = header.compile_time_ms;
   return m;
 }
@@ -77,6 +84,7 @@ std::string encode_cache_entry(const CacheEntryMetadata& metadata, std::string_v
   for (const KeyComponent& c : metadata.components)
     components.push_back({{"name", c.name}, {"description", c.description}, {"digest", c.digest}});
   std::string meta = nlohmann::json{
+      {"key", metadata.key},
       {"module_name", metadata.module_name},
       {"producer_version", metadata.producer_version},
       {"created_micros", metadata.created_micros},
@@ -97,12 +105,12 @@ std::string encode_cache_entry(const CacheEntryMetadata& metadata, std::string_v
   return out + rest;
 }
 
-Result<DecodedCacheEntry> decode_cache_entry(std::string_view bytes) {
+Result<DecodedCacheEntry> decode_cache_entry(std::string_view bytes, std::string_view key) {
   KILN_ASSIGN_OR_RETURN(auto checked, check_entry(bytes));
   auto [header, rest] = checked;
   DecodedCacheEntry entry;
   KILN_ASSIGN_OR_RETURN(entry.metadata,
-                        parse_metadata(header, rest.substr(0, header.metadata_size)));
+                        parse_metadata(header, rest.substr(0, header.metadata_size), key));
   KILN_ASSIGN_OR_RETURN(entry.payload,
                         zstd_decompress(rest.substr(header.metadata_size), kMaxPayloadBytes));
   if (entry.payload.size() != entry.metadata.uncompressed_size)
@@ -110,10 +118,11 @@ Result<DecodedCacheEntry> decode_cache_entry(std::string_view bytes) {
   return entry;
 }
 
-Result<CacheEntryMetadata> decode_cache_entry_metadata(std::string_view bytes) {
+Result<CacheEntryMetadata> decode_cache_entry_metadata(std::string_view bytes,
+                                                       std::string_view key) {
   KILN_ASSIGN_OR_RETURN(auto checked, check_entry(bytes));
   auto [header, rest] = checked;
-  return parse_metadata(header, rest.substr(0, header.metadata_size));
+  return parse_metadata(header, rest.substr(0, header.metadata_size), key);
 }
 
 }  // namespace kiln

@@ -275,8 +275,7 @@ Result<std::string_view> open_share_value(const std::string& key, std::string_vi
                         "' is not signed with KILN_REMOTE_CACHE_SECRET; refused");
     value.remove_prefix(kHmacTagSize);
   }
-  if (value.size() <= key.size() || value.substr(0, key.size()) != key ||
-      value[key.size()] != '\n')
+  if (value.size() <= key.size() || value.substr(0, key.size()) != key || value[key.size()] != '\n')
     return corruption("the job's shared value under key '" + key +
                       "' names another key (or none); refused");
   return value.substr(key.size() + 1);
@@ -342,6 +341,7 @@ Status write_entry(const Client& client, CacheStore* store, const CacheKey& key,
          "compile_time");
   } else {
     CacheEntryMetadata meta;
+    meta.key = key.key;
     meta.module_name = module;
     meta.producer_version = kiln_version();
     meta.compile_time_ms = static_cast<int64_t>(report.compile_ms + 0.5);
@@ -646,7 +646,7 @@ Result<std::shared_ptr<Executable>> compile_or_get_cached(const Client& client,
     if (raise_errors) return Status(bytes.status().code(), message);
     log::warning(message);
   } else if (bytes->has_value()) {
-    auto decoded = decode_cache_entry(**bytes);
+    auto decoded = decode_cache_entry(**bytes, key.key);
     if (!decoded.ok()) {
       monitoring::record_event("cache_corrupt");
       store->count("corrupt");
@@ -749,7 +749,7 @@ Result<std::string> compile_or_get_cached_serialized(const Client& client,
   report.module_name = key.module_name;
   auto bytes = store->get(key.key);
   if (bytes.ok() && bytes->has_value()) {
-    auto decoded = decode_cache_entry(**bytes);
+    auto decoded = decode_cache_entry(**bytes, key.key);
     if (decoded.ok()) {
       report.cache = "hit";
       store->count("hits");

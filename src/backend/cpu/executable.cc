@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "backend/cpu/compiler_interface.h"
+#include "backend/cpu/elf_check.h"
 #include "backend/cpu/host_callback_dispatch.h"
 #include "backend/cpu/host_features.h"
 
@@ -155,6 +156,32 @@ void prefault_code(const std::string& path) {
   }
 }
 
+// Every symbol the metadata promises must be defined by the code, checked without loading it.
+Status check_code_matches_metadata(const ExecutableInfo& info,
+                                   const std::vector<EntryPoint>& entries,
+                                   const std::vector<HostCallbackSignature>& callbacks,
+                                   std::string_view object) {
+  KILN_ASSIGN_OR_RETURN(std::set<std::string> symbols, cpu::checked_dynamic_symbols(object));
+  auto require = [&](const std::string& symbol, const std::string& what) -> Status {
+    if (symbols.count(symbol) != 0) return Status();
+    return corruption("executable '" + info.module_name + "' lists " + what +
+                      ", but its code does not define " + symbol);
+  };
+  for (const EntryPoint& e : entries)
+    KILN_RETURN_IF_ERROR(require(cpu::packed_entry_symbol(e.name), "entry '" + e.name + "'"));
+  for (const HostCallbackSignature& cb : callbacks) {
+    KILN_RETURN_IF_ERROR(
+        require(cpu::callback_function_slot(cb.name), "host callback '" + cb.name + "'"));
+    KILN_RETURN_IF_ERROR(
+        require(cpu::callback_site_slot(cb.name), "host callback '" + cb.name + "'"));
+  }
+  if (!info.kernels.empty()) {
+    KILN_RETURN_IF_ERROR(require("_kiln_prof_fn", "profiled kernels"));
+    KILN_RETURN_IF_ERROR(require("_kiln_prof_site", "profiled kernels"));
+  }
+  return Status();
+}
+
 }  // namespace
 
 // Called by PGLE builds at the start (phase 0, returns the candidate to run) and end (phase 1) of
@@ -214,6 +241,8 @@ Result<std::shared_ptr<Executable>> Executable::load(ExecutableInfo info,
                        "register one with kiln::register_host_callback before loading");
     }
   }
+  // dlopen trusts its input: check the object's structure and symbols first.
+  KILN_RETURN_IF_ERROR(check_code_matches_metadata(info, entry_points, callbacks, shared_object));
   auto start = std::chrono::steady_clock::now();
   keep_freed_memory_for_reuse();
   std::shared_ptr<Executable> exe(new Executable());
@@ -356,7 +385,17 @@ std::string Executable::code_bytes() const {
   return code;
 }
 
-Result<std::shared_ptr<Executable>> Executable::deserialize(std::string_view bytes) {
+namespace {
+
+// A serialised executable taken apart and checked, but not loaded.
+struct ParsedExecutable {
+  ExecutableInfo info;
+  std::vector<EntryPoint> entries;
+  std::vector<HostCallbackSignature> callbacks;
+  std::string_view object;
+};
+
+Result<ParsedExecutable> parse_serialized(std::string_view bytes) {
   SerializedHeader header;
   if (bytes.size() < sizeof(header) || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) {
     return invalid_argument("not a kiln executable (bad magic); compile one with `kiln compile`");
@@ -379,9 +418,11 @@ Result<std::shared_ptr<Executable>> Executable::deserialize(std::string_view byt
   if (XXH3_64bits(bytes.data() + sizeof(header), body) != header.checksum) {
     return corruption("kiln executable checksum mismatch: the bytes were damaged");
   }
-  ExecutableInfo info;
-  std::vector<EntryPoint> entries;
-  std::vector<HostCallbackSignature> callbacks;
+  ParsedExecutable parsed;
+  parsed.object = object;
+  ExecutableInfo& info = parsed.info;
+  std::vector<EntryPoint>& entries = parsed.entries;
+  std::vector<HostCallbackSignature>& callbacks = parsed.callbacks;
   try {
     nlohmann::json meta = nlohmann::json::parse(metadata);
     info.module_name = meta.at("module_name").get<std::string>();
@@ -428,7 +469,20 @@ Result<std::shared_ptr<Executable>> Executable::deserialize(std::string_view byt
   } catch (const nlohmann::json::exception& e) {
     return corruption(std::string("kiln executable metadata is malformed: ") + e.what());
   }
-  return load(std::move(info), std::move(entries), object, std::move(callbacks));
+  return parsed;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<Executable>> Executable::deserialize(std::string_view bytes) {
+  KILN_ASSIGN_OR_RETURN(ParsedExecutable parsed, parse_serialized(bytes));
+  return load(std::move(parsed.info), std::move(parsed.entries), parsed.object,
+              std::move(parsed.callbacks));
+}
+
+Status Executable::check_serialized(std::string_view bytes) {
+  KILN_ASSIGN_OR_RETURN(ParsedExecutable parsed, parse_serialized(bytes));
+  return check_code_matches_metadata(parsed.info, parsed.entries, parsed.callbacks, parsed.object);
 }
 
 Result<std::shared_ptr<Executable>> Executable::deserialize_file(const std::string& path) {
