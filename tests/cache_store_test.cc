@@ -1,8 +1,10 @@
 // The cache entry format and the directory store, on real directories (faults through EnvWrapper).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 
 #include "kiln/cache.h"
@@ -112,6 +114,105 @@ TEST(PosixEnvTest, WritesNeverFollowASymlink) {
   EXPECT_FALSE(Env::posix()->write_file(dir.file("planted"), "overwritten", true).ok());
   EXPECT_FALSE(write_file(dir.file("planted"), "overwritten").ok());
   EXPECT_EQ(*read_file(dir.file("victim")), "precious");
+}
+
+// Another user's file: a real chown when the tests run as root (CI does), otherwise an Env
+// that reports the file as another user's.
+class ForeignOwnerEnv : public EnvWrapper {
+ public:
+  ForeignOwnerEnv() : EnvWrapper(Env::posix()) {}
+  void make_foreign(const std::string& path) {
+    if (geteuid() == 0) {
+      ASSERT_EQ(chown(path.c_str(), kNobody, kNobody), 0) << path;
+    } else {
+      foreign_.push_back(path);
+    }
+  }
+  Result<FileOwner> file_owner(const std::string& p, bool follow) override {
+    auto owner = EnvWrapper::file_owner(p, follow);
+    if (owner.ok() && std::find(foreign_.begin(), foreign_.end(), p) != foreign_.end())
+      owner->uid = kNobody;
+    return owner;
+  }
+  static constexpr uint32_t kNobody = 65534;
+
+ private:
+  std::vector<std::string> foreign_;
+};
+
+uint32_t permission_bits(const std::string& path) {
+  struct stat st {};
+  EXPECT_EQ(stat(path.c_str(), &st), 0) << path;
+  return st.st_mode & 0777;
+}
+
+TEST(DirectoryStoreTest, DirectoriesAreCreatedPrivateAndEntriesReadableOnlyByTheirOwner) {
+  TempDir dir;
+  std::string root = dir.file("a/b/cache");
+  auto store = open_store(root, nullptr);
+  ASSERT_TRUE(store->put("k1", "code").ok());
+  EXPECT_EQ(permission_bits(dir.file("a")), 0700u);
+  EXPECT_EQ(permission_bits(root), 0700u);
+  EXPECT_EQ(permission_bits(root + "/entries"), 0700u);
+  EXPECT_EQ(permission_bits(store->entry_path("k1")), 0600u);
+  EXPECT_EQ(permission_bits(root + "/ledger.json"), 0600u);
+}
+
+TEST(DirectoryStoreTest, ADirectoryOtherUsersCanWriteIsRefusedNamingThePathAndTheFix) {
+  TempDir dir;
+  ASSERT_TRUE(open_store(dir.path(), nullptr)->put("k1", "code").ok());
+  for (const std::string& path : {dir.path(), dir.path() + "/entries"}) {
+    ASSERT_EQ(chmod(path.c_str(), 0777), 0);
+    auto refused = DirectoryStore::open({dir.path()});
+    ASSERT_FALSE(refused.ok()) << path;
+    EXPECT_EQ(refused.status().code(), StatusCode::kPermissionDenied);
+    EXPECT_THAT(refused.status().message(), ::testing::HasSubstr(path + " is writable by other"));
+    EXPECT_THAT(refused.status().message(), ::testing::HasSubstr("mode 0777"));
+    EXPECT_THAT(refused.status().message(), ::testing::HasSubstr("KILN_CACHE_TRUST_SHARED_DIR"));
+    // A deliberately shared team cache opts in.
+    DirectoryStoreOptions shared{dir.path()};
+    shared.trust_shared_directory = true;
+    auto team = DirectoryStore::open(shared);
+    ASSERT_TRUE(team.ok()) << team.status().to_string();
+    EXPECT_EQ(**(*team)->get("k1"), "code");
+    ASSERT_EQ(chmod(path.c_str(), 0700), 0);
+  }
+}
+
+TEST(DirectoryStoreTest, ADirectoryOwnedByAnotherUserIsRefused) {
+  TempDir dir;
+  ForeignOwnerEnv env;
+  ASSERT_TRUE(open_store(dir.path(), &env)->put("k1", "code").ok());
+  env.make_foreign(dir.path() + "/entries");
+  auto refused = DirectoryStore::open({dir.path(), -1, -1, &env});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(),
+              ::testing::HasSubstr(dir.path() + "/entries is owned by uid 65534"));
+}
+
+TEST(DirectoryStoreTest, AnEntryOwnedByAnotherUserOrWritableByOthersIsNeverReturned) {
+  TempDir dir;
+  ForeignOwnerEnv env;
+  auto store = open_store(dir.path(), &env);
+  ASSERT_TRUE(store->put("planted", "someone else's code").ok());
+  ASSERT_TRUE(store->put("shared", "code anyone may change").ok());
+  ASSERT_TRUE(store->put("mine", "my code").ok());
+  env.make_foreign(store->entry_path("planted"));
+  ASSERT_EQ(chmod(store->entry_path("shared").c_str(), 0666), 0);
+  std::vector<std::string> warnings;
+  int sink = log::add_sink([&](log::Level, const std::string& line) { warnings.push_back(line); });
+  EXPECT_FALSE(store->get("planted")->has_value());
+  EXPECT_FALSE(store->get("shared")->has_value());
+  log::remove_sink(sink);
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_THAT(warnings[0], ::testing::HasSubstr("planted.kce is owned by uid 65534"));
+  EXPECT_THAT(warnings[1], ::testing::HasSubstr("shared.kce is writable by other users"));
+  EXPECT_EQ(**store->get("mine"), "my code");
+  // Removed, so the recompile can store this user's own entry under the key.
+  EXPECT_FALSE(Env::posix()->file_exists(store->entry_path("planted")));
+  ASSERT_TRUE(store->put("planted", "my own build").ok());
+  EXPECT_EQ(**store->get("planted"), "my own build");
+  EXPECT_EQ(store->stats()->counters["untrusted"], 2);
 }
 
 TEST(DirectoryStoreTest, UnknownKeyIsNoneAndPutThenGetReturnsTheBytes) {

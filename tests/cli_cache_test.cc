@@ -2,6 +2,8 @@
 // key, and the `kiln cache` maintenance commands.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -182,6 +184,59 @@ TEST_F(CliCacheTest, AnEntryFiledUnderAnotherKeyIsACorruptMissThatHeals) {
   EXPECT_EQ(run_json(softmax)["cache"], "hit");  // healed
   nlohmann::json stats = nlohmann::json::parse(kiln({"cache", "stats", "--json"}).out);
   EXPECT_EQ(stats["counters"]["corrupt"], 1);
+}
+
+// Another user (nobody, through setpriv) plants code, re-keyed so that only ownership gives it
+// away, in a cache directory that was left writable by others.
+TEST_F(CliCacheTest, CodePlantedByAnotherUserIsNeverLoaded) {
+  if (geteuid() != 0)
+    GTEST_SKIP() << "needs root to act as another user (DirectoryStoreTest covers the checks)";
+  TempDir work;
+  std::string softmax = program_path("softmax.mlir");
+  ASSERT_EQ(kiln({"run", softmax, "--fill", "ones", "--output", work.file("want.npy")}).exit_code,
+            0);
+  ASSERT_EQ(kiln({"run", mlp()}).exit_code, 0);
+  std::string victim = entry_files("module-")[0];
+  std::string victim_key = victim.substr(victim.rfind('/') + 1);
+  victim_key = victim_key.substr(0, victim_key.size() - 4);  // ".kce"
+  std::string mlp_key = entry_files("mlp-")[0];
+  mlp_key = mlp_key.substr(mlp_key.rfind('/') + 1);
+  mlp_key = mlp_key.substr(0, mlp_key.size() - 4);
+  auto mlp_entry = decode_cache_entry(*read_file(entry_files("mlp-")[0]), mlp_key);
+  ASSERT_TRUE(mlp_entry.ok());
+  CacheEntryMetadata forged = mlp_entry->metadata;
+  forged.key = victim_key;
+  std::string planted = work.file("planted.kce");
+  ASSERT_TRUE(write_file(planted, encode_cache_entry(forged, mlp_entry->payload)).ok());
+  ASSERT_EQ(chmod(work.path().c_str(), 0755), 0);
+  ASSERT_EQ(chmod(planted.c_str(), 0644), 0);
+  // The careless part: the cache directory is left open to everyone.
+  ASSERT_EQ(chmod(dir_.path().c_str(), 0777), 0);
+  ASSERT_EQ(chmod((dir_.path() + "/entries").c_str(), 0777), 0);
+  ProcessResult plant =
+      run_process({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "sh", "-c",
+                   "cp \"$0\" \"$1.new\" && mv -f \"$1.new\" \"$1\"", planted, victim});
+  ASSERT_EQ(plant.exit_code, 0) << plant.err;
+
+  // While the directory is writable by others, kiln uses no cache at all.
+  ProcessResult open_dir = kiln({"run", softmax, "--fill", "ones", "--output", work.file("a.npy")});
+  ASSERT_EQ(open_dir.exit_code, 0) << open_dir.err;
+  EXPECT_THAT(open_dir.err, HasSubstr(dir_.path() + " is writable by other users (mode 0777)"));
+  EXPECT_THAT(open_dir.err, HasSubstr("KILN_CACHE_TRUST_SHARED_DIR"));
+  EXPECT_EQ(*read_file(work.file("a.npy")), *read_file(work.file("want.npy")));
+
+  // Closed again, the directory is used, but the planted entry is not: removed and rebuilt.
+  ASSERT_EQ(chmod(dir_.path().c_str(), 0700), 0);
+  ASSERT_EQ(chmod((dir_.path() + "/entries").c_str(), 0700), 0);
+  ProcessResult closed = kiln({"run", softmax, "--fill", "ones", "--output", work.file("b.npy")});
+  ASSERT_EQ(closed.exit_code, 0) << closed.err;
+  EXPECT_THAT(closed.out, HasSubstr("cache: miss"));
+  EXPECT_THAT(closed.err, HasSubstr(victim + " is owned by uid 65534"));
+  EXPECT_EQ(*read_file(work.file("b.npy")), *read_file(work.file("want.npy")));
+  EXPECT_EQ(run_json(softmax)["cache"], "hit");
+  struct stat st {};
+  ASSERT_EQ(stat(victim.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u);  // this user's own build now
 }
 
 // The bundle format, written by hand the way an attacker would.

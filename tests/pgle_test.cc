@@ -11,6 +11,7 @@
 
 #include "kiln/compile.h"
 #include "kiln/config.h"
+#include "kiln/env.h"
 #include "kiln/file.h"
 #include "kiln/logging.h"
 #include "kiln/profile_guided.h"
@@ -379,6 +380,29 @@ TEST_F(PgleFlowTest, ColdKernelsCompiledAtLowEffortComputeTheSameResults) {
 }
 
 // ---- processes ------------------------------------------------------------------------------
+
+// A module's name decides no path: "../../escaped" keeps its profile inside the cache directory.
+TEST(PgleCliTest, AModuleNamedLikeAPathKeepsItsProfileInsideTheCache) {
+  TempDir dir;
+  std::string text = *read_file(program_path("pgle_mlp.mlir"));
+  text.replace(text.find("module @pgle_mlp"), 16, "module @\"../../escaped\"");
+  ASSERT_TRUE(write_file(dir.file("named.mlir"), text).ok());
+  std::string cache = dir.file("a/b/cache");
+  auto run = run_process({kiln_binary(), "--cache-dir", cache, "run", dir.file("named.mlir"),
+                          "--pgle", "--repeat", "5"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_FALSE(Env::posix()->file_exists(dir.file("escaped.kprof")));
+  EXPECT_FALSE(Env::posix()->file_exists(dir.file("a/escaped.kprof")));
+  auto stored = Env::posix()->list_dir(cache + "/profiles");
+  ASSERT_TRUE(stored.ok());
+  ASSERT_EQ(stored->size(), 1u);
+  EXPECT_EQ((*stored)[0], file_name_for_module("../../escaped") + ".kprof");
+  EXPECT_EQ((*stored)[0].find('/'), std::string::npos);
+  auto show =
+      run_process({kiln_binary(), "--cache-dir", cache, "profile", "show", "../../escaped"});
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find("kiln PGLE profile: format 1"), std::string::npos) << show.out;
+}
 
 TEST(PgleCliTest, RunPgleProfilesRecompilesAndAFreshProcessLoadsTheResult) {
   TempDir dir;

@@ -157,10 +157,10 @@ TEST(DisabledPassTest, DisabledPassesReallyLeaveThePipeline) {
   auto chain = ModuleSource::from_file(program_path("elementwise.mlir"));
   options.disabled_passes = {};
   auto fused = shared_client().compile(*chain, options);
-  auto fused_ir = read_file(dumps.file("module.1-bufferized.mlir"));
+  auto fused_ir = read_file(dumps.file(file_name_for_module("module") + ".1-bufferized.mlir"));
   options.disabled_passes = {"linalg-fuse-elementwise-ops"};
   auto unfused = shared_client().compile(*chain, options);
-  auto unfused_ir = read_file(dumps.file("module.1-bufferized.mlir"));
+  auto unfused_ir = read_file(dumps.file(file_name_for_module("module") + ".1-bufferized.mlir"));
   unsetenv("KILN_DUMP_IR_TO");
   ASSERT_TRUE(fused.ok() && unfused.ok() && fused_ir.ok() && unfused_ir.ok());
   auto count = [](const std::string& text) {
@@ -188,10 +188,10 @@ TEST(VectorizationTest, ConvolutionsAreVectorisedFromO2AndTheStepCanBeDisabled) 
   CompileOptions options;
   options.optimization_level = EffortLevel::kO2;
   auto vectorised = shared_client().compile(*source, options);
-  auto vectorised_ir = read_file(dumps.file("module.1-bufferized.mlir"));
+  auto vectorised_ir = read_file(dumps.file(file_name_for_module("module") + ".1-bufferized.mlir"));
   options.disabled_passes = {"kiln-vectorize-convolutions"};
   auto scalar = shared_client().compile(*source, options);
-  auto scalar_ir = read_file(dumps.file("module.1-bufferized.mlir"));
+  auto scalar_ir = read_file(dumps.file(file_name_for_module("module") + ".1-bufferized.mlir"));
   unsetenv("KILN_DUMP_IR_TO");
   ASSERT_TRUE(vectorised.ok() && scalar.ok() && vectorised_ir.ok() && scalar_ir.ok());
   EXPECT_NE(vectorised_ir->find("vector.contract"), std::string::npos);

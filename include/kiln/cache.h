@@ -81,6 +81,10 @@ struct DirectoryStoreOptions {
   int64_t max_size_bytes = -1;  // -1 unbounded; 0 stores nothing
   int64_t max_entries = -1;     // -1 unbounded
   Env* env = nullptr;           // nullptr = Env::posix()
+  // Accept a directory and entries other users own or may write (a deliberately shared team
+  // cache; KILN_CACHE_TRUST_SHARED_DIR). Otherwise open refuses such a directory, and get treats
+  // such an entry as absent and removes it.
+  bool trust_shared_directory = false;
 };
 
 // Entries are files under DIR/entries, published atomically (temp file, fsync, hard link: the

@@ -18,6 +18,16 @@ class FileLock {
   virtual ~FileLock() = default;
 };
 
+// Who owns a file and who may write it (lstat/stat's st_uid and st_mode).
+struct FileOwner {
+  uint32_t uid = 0;
+  uint32_t mode = 0;  // st_mode: type and permission bits
+  bool is_directory() const;
+  bool is_regular() const;
+  bool is_symlink() const;
+  bool writable_by_others() const;  // group or world write permission
+};
+
 class Env {
  public:
   virtual ~Env() = default;
@@ -25,12 +35,14 @@ class Env {
   static Env* posix();
 
   virtual Result<std::string> read_file(const std::string& path) = 0;
-  // Creates or truncates `path` and writes `data`; `sync` = fsync before returning.
+  // Creates `path` (0600; it must not exist yet, nor be a symlink) and writes `data`;
+  // `sync` = fsync before returning. Callers write a fresh temp name and rename it into place.
   virtual Status write_file(const std::string& path, std::string_view data, bool sync) = 0;
   virtual Status rename_file(const std::string& from, const std::string& to) = 0;
   // Hard link; fails with kInvalidArgument "exists" when `to` exists (first writer wins).
   virtual Status link_file(const std::string& from, const std::string& to) = 0;
   virtual Status remove_file(const std::string& path) = 0;
+  // Creates the missing directories of `path`, each 0700.
   virtual Status create_dirs(const std::string& path) = 0;
   virtual Result<std::vector<std::string>> list_dir(const std::string& path) = 0;
   virtual bool file_exists(const std::string& path) = 0;
@@ -40,9 +52,19 @@ class Env {
   virtual Status set_mtime_micros(const std::string& path, int64_t micros) = 0;
   // Exclusive advisory lock on `path` (created if missing), shared by threads and processes.
   virtual Result<std::unique_ptr<FileLock>> lock_file(const std::string& path) = 0;
+  // `follow_symlinks` = stat, else lstat (a symlink is then reported as one).
+  virtual Result<FileOwner> file_owner(const std::string& path, bool follow_symlinks) = 0;
+  // The effective user id files must belong to (root's files are trusted too).
+  virtual uint32_t user_id() = 0;
   virtual int64_t now_micros() = 0;
   virtual int process_id() = 0;
 };
+
+// As ssh's StrictModes does for keys: kiln loads code only from a cache directory, and entries,
+// that this user (or root) owns and no other user can write. Fails with kPermissionDenied naming
+// the path, what is wrong and the fix. `trust_shared` (KILN_CACHE_TRUST_SHARED_DIR) accepts any.
+Status check_trusted_path(Env* env, const std::string& path, bool follow_symlinks,
+                          bool trust_shared);
 
 // Forwards every call to another Env; override the calls a test wants to break.
 class EnvWrapper : public Env {
@@ -72,6 +94,10 @@ class EnvWrapper : public Env {
   Result<std::unique_ptr<FileLock>> lock_file(const std::string& p) override {
     return target_->lock_file(p);
   }
+  Result<FileOwner> file_owner(const std::string& p, bool follow) override {
+    return target_->file_owner(p, follow);
+  }
+  uint32_t user_id() override { return target_->user_id(); }
   int64_t now_micros() override { return target_->now_micros(); }
   int process_id() override { return target_->process_id(); }
 

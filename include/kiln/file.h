@@ -14,4 +14,9 @@ Result<std::string> read_file(const std::string& path);
 // Replaces the file's contents (not atomically).
 Status write_file(const std::string& path, std::string_view bytes);
 
+// A file name stem for something named by a program (a module name): a readable prefix of the
+// name's safe characters, then a digest of the whole name, so no name can leave the directory
+// ("../../x"), hide ("."), or share a file with another name ("a/b" vs "a_b").
+std::string file_name_for_module(const std::string& module_name);
+
 }  // namespace kiln

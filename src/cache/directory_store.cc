@@ -46,6 +46,13 @@ Result<std::unique_ptr<DirectoryStore>> DirectoryStore::open(const DirectoryStor
   if (o.directory.empty()) return invalid_argument("the cache directory is empty");
   KILN_RETURN_IF_ERROR(o.env->create_dirs(o.directory + "/entries"));
   KILN_RETURN_IF_ERROR(o.env->create_dirs(o.directory + "/tmp"));
+  // The directory itself may be reached through a symlink (~/.cache on another disk); what is
+  // inside it may not.
+  KILN_RETURN_IF_ERROR(
+      check_trusted_path(o.env, o.directory, /*follow_symlinks=*/true, o.trust_shared_directory));
+  for (const char* sub : {"/entries", "/tmp"})
+    KILN_RETURN_IF_ERROR(check_trusted_path(o.env, o.directory + sub, /*follow_symlinks=*/false,
+                                            o.trust_shared_directory));
   return std::unique_ptr<DirectoryStore>(new DirectoryStore(std::move(o)));
 }
 
@@ -98,6 +105,16 @@ Result<std::optional<std::string>> DirectoryStore::get(const std::string& key) {
   if (!valid_key(key)) return invalid_argument("invalid cache key '" + key + "'");
   std::string path = entry_path(key);
   if (!options_.env->file_exists(path)) return std::optional<std::string>();
+  if (Status trusted = check_trusted_path(options_.env, path, /*follow_symlinks=*/false,
+                                          options_.trust_shared_directory);
+      !trusted.ok()) {
+    if (trusted.code() == StatusCode::kNotFound) return std::optional<std::string>();
+    // Someone else's code under our key: never loaded; removed so the recompile can store ours.
+    log::warning("Ignoring cache entry: " + trusted.message());
+    count("untrusted");
+    (void)remove(key);
+    return std::optional<std::string>();
+  }
   auto bytes = options_.env->read_file(path);
   if (!bytes.ok()) {
     if (!options_.env->file_exists(path)) return std::optional<std::string>();  // evicted meanwhile

@@ -165,13 +165,15 @@ Status open_store_locked(CacheState& s) {
   std::string secret = *config::get_string("KILN_REMOTE_CACHE_SECRET");
   int64_t timeout_ms = config::get_int("KILN_REMOTE_CACHE_TIMEOUT_MS");
   bool read_only = config::get_bool("KILN_REMOTE_CACHE_READ_ONLY");
-  std::string wanted = dir + "|" + std::to_string(max_size) + "|" + std::to_string(max_entries) +
-                       "|" + remote_url + "|" + sha256_hex(secret) + "|" +
-                       std::to_string(timeout_ms) + "|" + (read_only ? "ro" : "rw");
+  bool trust_shared = config::get_bool("KILN_CACHE_TRUST_SHARED_DIR");
+  std::string wanted = std::string(trust_shared ? "shared|" : "private|") + dir + "|" +
+                       std::to_string(max_size) + "|" + std::to_string(max_entries) + "|" +
+                       remote_url + "|" + sha256_hex(secret) + "|" + std::to_string(timeout_ms) +
+                       "|" + (read_only ? "ro" : "rw");
   if (s.store && s.store_config == wanted) return Status();
   // A flag changed since the stores were opened (e.g. the directory): follow it.
   s.tiered.reset();
-  DirectoryStoreOptions options{dir, max_size, max_entries, s.env};
+  DirectoryStoreOptions options{dir, max_size, max_entries, s.env, trust_shared};
   auto store = DirectoryStore::open(options);
   if (!store.ok()) return store.status();
   s.store = std::move(*store);

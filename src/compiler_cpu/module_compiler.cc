@@ -19,6 +19,7 @@
 #include "compiler_cpu/pgle_codegen.h"
 #include "compiler_cpu/transform_scripts.h"
 #include "kiln/config.h"
+#include "kiln/file.h"
 #include "kiln/logging.h"
 #include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/IR/IRBuilder.h"
@@ -415,10 +416,12 @@ void guard_masked_rows(mlir::ModuleOp module) {
   module.walk([&](mlir::vector::TransferWriteOp op) { guard(op); });
 }
 
-// $KILN_DUMP_IR_TO=DIR writes the module at each stage to DIR/<module>.<stage>.{mlir,ll}.
+// $KILN_DUMP_IR_TO=DIR writes the module at each stage to DIR/<module>-<digest>.<stage>.{mlir,ll}
+// (file_name_for_module: a module's name never leads outside DIR).
 class IrDumper {
  public:
-  explicit IrDumper(std::string module_name) : module_name_(std::move(module_name)) {
+  explicit IrDumper(const std::string& module_name)
+      : module_name_(file_name_for_module(module_name)) {
     if (const char* dir = std::getenv("KILN_DUMP_IR_TO"); dir != nullptr && *dir != '\0')
       dir_ = dir;
   }

@@ -29,6 +29,9 @@ const std::vector<FlagInfo>& flag_table() {
       {"KILN_CACHE_KEY_TAG", "", "extra text mixed into every cache key", false},
       {"KILN_COMPILATION_CACHE_INCLUDE_METADATA_IN_KEY", "false",
        "keep debug locations in the module's key", false},
+      {"KILN_CACHE_TRUST_SHARED_DIR", "false",
+       "load code from a cache directory other users own or may write (a shared team cache)",
+       false},
       {"KILN_CACHE_WRITER", "0", "the process index allowed to write the cache", false},
       // These three reach the key through the resolved compile options, not as flags.
       {"KILN_OPTIMIZATION_LEVEL", "UNKNOWN", "default effort level", false},

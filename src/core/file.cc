@@ -4,8 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
+
+#include "core/digest.h"
 
 namespace kiln {
 
@@ -54,6 +57,14 @@ Status write_file(const std::string& path, std::string_view bytes) {
   }
   if (close(fd) != 0) return io_error("cannot write " + path + ": " + std::strerror(errno));
   return Status();
+}
+
+std::string file_name_for_module(const std::string& module_name) {
+  std::string readable;
+  for (char c : module_name.substr(0, 48))
+    readable += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-') ? c : '_';
+  if (readable.empty()) readable = "module";
+  return readable + "-" + sha256_hex(module_name).substr(0, 16);
 }
 
 }  // namespace kiln

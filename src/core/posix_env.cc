@@ -7,8 +7,8 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
-#include <filesystem>
 
 #include "kiln/env.h"
 #include "kiln/file.h"
@@ -18,6 +18,12 @@ namespace {
 
 Status os_error(const std::string& what, const std::string& path, int err) {
   return io_error(what + " " + path + ": " + std::strerror(err));
+}
+
+// Creates one directory, private to this user; an existing one is left as it is.
+Status make_private_directory(const std::string& path) {
+  if (::mkdir(path.c_str(), 0700) == 0 || errno == EEXIST) return Status();
+  return os_error("cannot create directory", path, errno);
 }
 
 class PosixFileLock : public FileLock {
@@ -37,8 +43,9 @@ class PosixEnv : public Env {
   Result<std::string> read_file(const std::string& path) override { return kiln::read_file(path); }
 
   Status write_file(const std::string& path, std::string_view data, bool sync) override {
-    // Never through a planted symlink (temp names are random, but the directory may be shared).
-    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    // Private to this user; never through a planted symlink; never into a file that exists (the
+    // cache writes temp files with random names and renames or links them into place).
+    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) return os_error("cannot create", path, errno);
     size_t done = 0;
     while (done < data.size()) {
@@ -94,10 +101,19 @@ class PosixEnv : public Env {
     return Status();
   }
 
+  // Every directory it creates is 0700: the cache holds code this user will run.
   Status create_dirs(const std::string& path) override {
-    std::error_code ec;
-    std::filesystem::create_directories(path, ec);
-    if (ec) return io_error("cannot create directory " + path + ": " + ec.message());
+    if (path.empty()) return invalid_argument("cannot create a directory with an empty name");
+    for (size_t slash = path.find('/', 1); slash != std::string::npos;
+         slash = path.find('/', slash + 1)) {
+      if (path[slash - 1] == '/') continue;
+      KILN_RETURN_IF_ERROR(make_private_directory(path.substr(0, slash)));
+    }
+    KILN_RETURN_IF_ERROR(make_private_directory(path));
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0) return os_error("cannot create directory", path, errno);
+    if (!S_ISDIR(st.st_mode))
+      return io_error("cannot create directory " + path + ": a file is in the way");
     return Status();
   }
 
@@ -139,7 +155,7 @@ class PosixEnv : public Env {
   }
 
   Result<std::unique_ptr<FileLock>> lock_file(const std::string& path) override {
-    int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) return os_error("cannot open lock", path, errno);
     while (flock(fd, LOCK_EX) != 0) {
       if (errno == EINTR) continue;
@@ -149,6 +165,18 @@ class PosixEnv : public Env {
     }
     return std::unique_ptr<FileLock>(new PosixFileLock(fd));
   }
+
+  Result<FileOwner> file_owner(const std::string& path, bool follow_symlinks) override {
+    struct stat st {};
+    int rc = follow_symlinks ? stat(path.c_str(), &st) : lstat(path.c_str(), &st);
+    if (rc != 0) {
+      if (errno == ENOENT) return not_found("no such file: " + path);
+      return os_error("cannot stat", path, errno);
+    }
+    return FileOwner{static_cast<uint32_t>(st.st_uid), static_cast<uint32_t>(st.st_mode)};
+  }
+
+  uint32_t user_id() override { return static_cast<uint32_t>(geteuid()); }
 
   int64_t now_micros() override {
     return std::chrono::duration_cast<std::chrono::microseconds>(
@@ -160,6 +188,32 @@ class PosixEnv : public Env {
 };
 
 }  // namespace
+
+bool FileOwner::is_directory() const { return S_ISDIR(mode); }
+bool FileOwner::is_regular() const { return S_ISREG(mode); }
+bool FileOwner::is_symlink() const { return S_ISLNK(mode); }
+bool FileOwner::writable_by_others() const { return (mode & (S_IWGRP | S_IWOTH)) != 0; }
+
+Status check_trusted_path(Env* env, const std::string& path, bool follow_symlinks,
+                          bool trust_shared) {
+  if (trust_shared) return Status();
+  KILN_ASSIGN_OR_RETURN(FileOwner owner, env->file_owner(path, follow_symlinks));
+  const char* fix =
+      "; kiln loads no code from it. Fix it with `chmod go-w` / `chown`, or set "
+      "KILN_CACHE_TRUST_SHARED_DIR=true for a deliberately shared team cache";
+  if (owner.is_symlink())
+    return permission_denied(path + " is a symbolic link inside the cache" + fix);
+  if (owner.uid != env->user_id() && owner.uid != 0)
+    return permission_denied(path + " is owned by uid " + std::to_string(owner.uid) +
+                             ", not by this user (uid " + std::to_string(env->user_id()) + ")" +
+                             fix);
+  if (owner.writable_by_others()) {
+    char mode[8];
+    std::snprintf(mode, sizeof(mode), "%04o", owner.mode & 07777);
+    return permission_denied(path + " is writable by other users (mode " + mode + ")" + fix);
+  }
+  return Status();
+}
 
 Env* Env::posix() {
   static PosixEnv* env = new PosixEnv();

@@ -187,8 +187,23 @@ double median_of(std::vector<double> v) {
 }
 
 // Where `kiln run --pgle` keeps the profile of a module: next to the cache's entries.
+std::string stored_profiles_directory() { return kiln::cache_directory() + "/profiles"; }
+
+// Named by a digest of the module's name: a name like "../../x" stays inside the directory.
 std::string stored_profile_path(const std::string& module_name) {
-  return kiln::cache_directory() + "/profiles/" + module_name + ".kprof";
+  return stored_profiles_directory() + "/" + kiln::file_name_for_module(module_name) + ".kprof";
+}
+
+// Into the cache directory as every cache file goes: a private temp file renamed into place.
+kiln::Status store_profile(const std::string& path, const std::string& bytes) {
+  kiln::Env* env = kiln::Env::posix();
+  KILN_RETURN_IF_ERROR(env->create_dirs(stored_profiles_directory()));
+  std::random_device random;
+  std::string tmp = path + ".tmp-" + std::to_string(random()) + std::to_string(random());
+  kiln::Status s = env->write_file(tmp, bytes, /*sync=*/true);
+  if (s.ok()) s = env->rename_file(tmp, path);
+  if (!s.ok()) (void)env->remove_file(tmp);
+  return s;
 }
 
 // `kiln run --pgle`: profiling runs, the one recompile, optimised runs, then the hottest kernels
@@ -252,12 +267,12 @@ int run_pgle(kiln::ProfileGuidedProgram& program, const kiln::EntryPoint& ep,
   if (!profile.ok()) return fail(profile.status());
   std::string path = args.profile_out;
   // The cache directory's profiles are a side cache: only the cache's writer process updates it.
-  if (path.empty() && kiln::config::get_bool("KILN_ENABLE_COMPILATION_CACHE") &&
-      process_index == kiln::config::get_int("KILN_CACHE_WRITER"))
-    path = stored_profile_path(program.executable()->info().module_name);
+  bool into_cache = path.empty() && kiln::config::get_bool("KILN_ENABLE_COMPILATION_CACHE") &&
+                    process_index == kiln::config::get_int("KILN_CACHE_WRITER");
+  if (into_cache) path = stored_profile_path(program.executable()->info().module_name);
   if (!path.empty()) {
-    kiln::Status s = kiln::Env::posix()->create_dirs(path.substr(0, path.rfind('/')));
-    if (s.ok()) s = kiln::write_file(path, program.fdo_profile());
+    kiln::Status s = into_cache ? store_profile(path, program.fdo_profile())
+                                : kiln::write_file(path, program.fdo_profile());
     if (!s.ok()) return fail(s);
     std::printf("pgle: profile written to %s (kiln profile show prints it)\n", path.c_str());
   }
@@ -462,8 +477,7 @@ int run_command(const RunArgs& args) {
 // `kiln profile show [MODULE|FILE]`: a stored PGLE profile as a table; without an argument, the
 // profiles the cache directory holds.
 int profile_show_command(const std::string& what) {
-  std::string dir = stored_profile_path("x");
-  dir = dir.substr(0, dir.rfind('/'));
+  std::string dir = stored_profiles_directory();
   if (what.empty()) {
     auto names = kiln::Env::posix()->list_dir(dir);
     if (!names.ok() || names->empty()) {

@@ -10,8 +10,8 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
-#include <random>
 #include <optional>
+#include <random>
 #include <sstream>
 
 #include "backend/cpu/compiler_interface.h"
@@ -114,7 +114,13 @@ Result<cpu::HostDescription> host_description(int process_index) {
   std::snprintf(digest, sizeof(digest), "%016llx",
                 static_cast<unsigned long long>(XXH3_64bits(identity.data(), identity.size())));
   std::string path = dir + "/hosts/" + digest + ".txt";
-  if (auto text = use_cache ? read_file(path) : Result<std::string>(not_found(path)); text.ok()) {
+  Env* env = Env::posix();
+  // A host file another user could have written is not believed: it decides what code is built.
+  bool trust_shared = config::get_bool("KILN_CACHE_TRUST_SHARED_DIR");
+  bool trusted = check_trusted_path(env, dir + "/hosts", false, trust_shared).ok() &&
+                 check_trusted_path(env, path, false, trust_shared).ok();
+  if (auto text = use_cache && trusted ? read_file(path) : Result<std::string>(not_found(path));
+      text.ok()) {
     std::istringstream lines(*text);
     std::string stored_identity;
     cpu::HostDescription d;
@@ -128,7 +134,6 @@ Result<cpu::HostDescription> host_description(int process_index) {
   KILN_ASSIGN_OR_RETURN(cpu::ModuleCompiler * compiler, module_compiler());
   known = compiler->describe_host();
   // Best effort: without a writable cache directory the next process asks LLVM again.
-  Env* env = Env::posix();
   // A random temp name, never followed if a symlink was planted under it, synced before the
   // rename that publishes it.
   char random_suffix[17];
@@ -136,10 +141,10 @@ Result<cpu::HostDescription> host_description(int process_index) {
   std::snprintf(random_suffix, sizeof(random_suffix), "%08x%08x", random(), random());
   std::string tmp = path + ".tmp-" + random_suffix;
   if (use_cache && writer && env->create_dirs(dir + "/hosts").ok() &&
-      env->write_file(tmp,
-                      identity + "\n" + known->triple + "\n" + known->cpu + "\n" +
-                          known->features + "\n",
-                      /*sync=*/true)
+      env->write_file(
+             tmp,
+             identity + "\n" + known->triple + "\n" + known->cpu + "\n" + known->features + "\n",
+             /*sync=*/true)
           .ok() &&
       env->rename_file(tmp, path).ok()) {
     log::debug("described this host for the cache in " + path);
