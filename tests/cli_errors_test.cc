@@ -116,6 +116,53 @@ TEST(CliErrorsTest, BadNpyInputIsNamed) {
   EXPECT_THAT(r.err, HasSubstr(dir.file("junk.npy") + ": not a NumPy .npy file"));
 }
 
+// Each of these once aborted, hung, or was silently replaced by a default.
+TEST(CliErrorsTest, BadFlagValuesAndUrlsAreRefusedBeforeAnyWork) {
+  TempDir dir;
+  struct Case {
+    std::string setting;
+    std::string message;
+  };
+  std::vector<Case> cases = {
+      {"KILN_COMPILATION_CACHE_MAX_SIZE=lots",
+       "KILN_COMPILATION_CACHE_MAX_SIZE='lots' is not valid: use an integer"},
+      {"KILN_ENABLE_COMPILATION_CACHE=maybe", "use true or false"},
+      {"KILN_LOG_LEVEL=loud", "use one of debug, info, warning, error"},
+      {"KILN_OPTIMIZATION_LEVEL=O9", "unknown effort level 'O9'"},
+      {"KILN_REMOTE_CACHE_TIMEOUT_MS=0", "use a value from 1 to 3600000"},
+      {"KILN_PGLE_PROFILING_RUNS=99999999999", "use a value from 0 to 1000000"},
+      {"KILN_REMOTE_CACHE=redis://127.0.0.1:99999", "has port 99999; it must be at most 65535"},
+      {"KILN_REMOTE_CACHE=redis://h:1/99999999999999999999", "has database 99999999999999999999"},
+      {"KILN_REMOTE_CACHE=http://h", "is not a Redis URL"},
+      {"KILN_COORDINATOR=redis://127.0.0.1:6379/99999999999999", "has database"},
+      {"KILN_COORDINATOR=redis://127.0.0.1:1", "cannot connect"},
+  };
+  for (const Case& c : cases) {
+    for (bool from_environment : {true, false}) {
+      // The coordinator is read from the environment only.
+      if (!from_environment && c.setting.rfind("KILN_COORDINATOR", 0) == 0) continue;
+      std::vector<std::string> argv = {kiln_binary(), "--cache-dir", dir.path()};
+      std::vector<std::string> env;
+      if (from_environment) {
+        env.push_back(c.setting);
+      } else {
+        argv.insert(argv.end(), {"--set", c.setting});
+      }
+      argv.insert(argv.end(), {"run", program_path("../../examples/mlp.mlir")});
+      ProcessResult r = run_process(argv, env);
+      EXPECT_EQ(r.exit_code, 1) << c.setting << (from_environment ? " (env)" : " (--set)");
+      EXPECT_THAT(r.err, HasSubstr(c.message)) << c.setting;
+      EXPECT_THAT(r.err, ::testing::Not(HasSubstr("terminate called")));
+    }
+  }
+  ProcessResult huge_job =
+      run_process({kiln_binary(), "run", program_path("../../examples/mlp.mlir")},
+                  {"KILN_COORDINATOR=redis://127.0.0.1:1", "KILN_NUM_PROCESSES=99999999999"});
+  EXPECT_EQ(huge_job.exit_code, 1);
+  EXPECT_THAT(huge_job.err,
+              HasSubstr("KILN_NUM_PROCESSES='99999999999' is out of range (0 to 65536)"));
+}
+
 TEST(CliTest, CompileThenRunTheExecutableWithoutCompiling) {
   TempDir dir;
   std::string kx = dir.file("mlp.kx");

@@ -57,6 +57,79 @@ TEST(NpyTest, RejectsUnsupportedAndDamagedFiles) {
   EXPECT_NE(be.status().message().find("NumPy dtype '>f4' is not supported"), std::string::npos);
 }
 
+// A version-1 .npy file with this header text and data bytes.
+std::string npy_with_header(const std::string& header, const std::string& data = "") {
+  std::string out("\x93NUMPY\x01\x00", 8);
+  out += static_cast<char>(header.size() & 0xff);
+  out += static_cast<char>(header.size() >> 8);
+  return out + header + data;
+}
+
+TEST(NpyTest, AcceptsWhatNumPyWritesInAnyOfItsSpellings) {
+  std::string four_floats(16, '\0');
+  for (const char* header : {"{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }     \n",
+                             "{'shape': (4,), 'fortran_order': False, 'descr': '<f4'}\n",
+                             "{\"descr\": \"<f4\", \"fortran_order\": True, \"shape\": (4,)}",
+                             "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2)}"}) {
+    auto parsed = parse_npy(npy_with_header(header, four_floats), "ok.npy");
+    EXPECT_TRUE(parsed.ok()) << header << ": " << parsed.status().to_string();
+  }
+  auto scalar = parse_npy(
+      npy_with_header("{'descr': '<i8', 'fortran_order': False, 'shape': ()}", std::string(8, 'x')),
+      "s.npy");
+  ASSERT_TRUE(scalar.ok());
+  EXPECT_TRUE(scalar->shape().empty());
+}
+
+// Each of these once crashed kiln, allocated without bound, or was accepted and guessed at.
+TEST(NpyTest, MalformedOrHostileHeadersAreClearErrorsBeforeAnyAllocation) {
+  struct Case {
+    std::string header;
+    std::string data;
+    std::string message;
+  };
+  std::vector<Case> cases = {
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999, 99999999999)}", "",
+       "needs more than 2^64"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (1048576, 1048576)}", "",
+       "needs 4398046511104"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (-4,)}", "", "not a non-negative"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (4)}", std::string(16, '\0'),
+       "1-tuple without its comma"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (4,), 'extra': 1}", "",
+       "unexpected or repeated key 'extra'"},
+      {"{'descr': '<f4', 'descr': '<f8', 'fortran_order': False, 'shape': (4,)}", "",
+       "unexpected or repeated key 'descr'"},
+      {"{'descr': '<f4', 'shape': (4,)}", "", "needs 'descr', 'fortran_order' and 'shape'"},
+      {"{'descr': '<f4', 'fortran_order': Maybe, 'shape': (4,)}", "", "True or False"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (4,)} trailing", "",
+       "bytes after its closing"},
+      {"{'descr': '<f4, 'fortran_order': False, 'shape': (4,)}", "", "expects ',' or '}'"},
+      {"{'descr' '<f4', 'fortran_order': False, 'shape': (4,)}", "", "expects ':'"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::string(40, '1') + ",)}", "",
+       "too large"},
+      {"{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2)}", std::string(16, '\0'),
+       "Fortran-order"},
+      {"", "", "does not start with '{'"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (4,)", "", "expects ',' or '}'"},
+  };
+  std::string many_dims = "{'descr': '<f4', 'fortran_order': False, 'shape': (";
+  for (int i = 0; i < 40; ++i) many_dims += "1, ";
+  cases.push_back({many_dims + ")}", std::string(4, '\0'), "more than 32 dimensions"});
+  for (const Case& c : cases) {
+    auto parsed = parse_npy(npy_with_header(c.header, c.data), "bad.npy");
+    ASSERT_FALSE(parsed.ok()) << c.header;
+    EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(parsed.status().message(), ::testing::HasSubstr("bad.npy: "));
+    EXPECT_THAT(parsed.status().message(), ::testing::HasSubstr(c.message)) << c.header;
+  }
+  // A header length past the end of the file.
+  std::string cut = npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (4,)}");
+  cut[8] = '\xff';
+  cut[9] = '\xff';
+  EXPECT_THAT(parse_npy(cut, "cut.npy").status().message(), ::testing::HasSubstr("truncated"));
+}
+
 // A cache entry of a few kilobytes with a valid checksum once made kiln allocate 4.2 GB: the size
 // a frame declares is now checked against what its compressed bytes can plausibly hold.
 TEST(ZstdTest, DeclaredSizesBeyondTheInputAreRefusedBeforeAllocating) {

@@ -18,8 +18,11 @@ bool get_bool(const std::string& name);
 int64_t get_int(const std::string& name);
 double get_double(const std::string& name);
 
-// Overrides the value for this process (environment values are read only once).
+// Overrides the value for this process (environment values are read only once). A value that is
+// not valid for the flag (a boolean, an integer in range, one of its choices) is refused.
 Status set(const std::string& name, const std::string& value);
+// Environment values that were not valid (each is ignored: its flag keeps the default).
+Status check_environment();
 // Forgets overrides and re-reads the environment (for tests).
 void reset();
 

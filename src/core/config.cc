@@ -1,8 +1,13 @@
 #include "kiln/config.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
+
+#include "kiln/options.h"
 
 namespace kiln::config {
 namespace {
@@ -74,16 +79,125 @@ const std::vector<FlagInfo>& flag_table() {
   return flags;
 }
 
+// What each flag's text must be. Flags not listed whose default is "true"/"false" are booleans;
+// the rest are free text.
+struct ValueRule {
+  enum Kind { kText, kBool, kInt, kNumber, kChoice, kEffortLevel } kind = kText;
+  double min = 0, max = 0;
+  std::vector<std::string> choices;
+};
+
+ValueRule rule_for(const FlagInfo& flag) {
+  constexpr double kBig = 9.0e18;  // what an int64 holds, near enough for a bound
+  static const std::map<std::string, ValueRule> rules = {
+      {"KILN_COMPILATION_CACHE_MAX_SIZE", {ValueRule::kInt, -1, kBig, {}}},
+      {"KILN_COMPILATION_CACHE_MAX_ENTRIES", {ValueRule::kInt, -1, kBig, {}}},
+      {"KILN_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", {ValueRule::kNumber, 0, 1e9, {}}},
+      {"KILN_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", {ValueRule::kInt, 0, kBig, {}}},
+      {"KILN_CACHE_WRITER", {ValueRule::kInt, -1, 65535, {}}},
+      {"KILN_OPTIMIZATION_LEVEL", {ValueRule::kEffortLevel, 0, 0, {}}},
+      {"KILN_MEMORY_FITTING_LEVEL", {ValueRule::kEffortLevel, 0, 0, {}}},
+      {"KILN_COMPILER_DETAILED_LOGGING_MIN_OPS", {ValueRule::kInt, 0, kBig, {}}},
+      {"KILN_LOG_LEVEL", {ValueRule::kChoice, 0, 0, {"debug", "info", "warning", "error"}}},
+      {"KILN_COMPILER_ENABLE_REMAT_PASS", {ValueRule::kChoice, 0, 0, {"", "true", "false"}}},
+      {"KILN_PROFILE_VERSION", {ValueRule::kInt, -1, kBig, {}}},
+      {"KILN_REMOTE_CACHE_TIMEOUT_MS", {ValueRule::kInt, 1, 3600000, {}}},
+      {"KILN_PGLE_PROFILING_RUNS", {ValueRule::kInt, 0, 1000000, {}}},
+      {"KILN_PGLE_WARMUP_RUNS", {ValueRule::kInt, 0, 1000000, {}}},
+      {"KILN_PGLE_AGGREGATION_PERCENTILE", {ValueRule::kNumber, 0, 100, {}}},
+      {"KILN_PGLE_COLD_SHARE_PERCENT", {ValueRule::kNumber, 0, 100, {}}},
+      {"KILN_PGLE_COLD_MAX_NS", {ValueRule::kInt, 0, kBig, {}}},
+      {"KILN_SHARE_BINARY_BETWEEN_HOSTS_TIMEOUT_MS", {ValueRule::kInt, 0, 86400000, {}}},
+  };
+  if (auto it = rules.find(flag.name); it != rules.end()) return it->second;
+  if (flag.default_value == "true" || flag.default_value == "false")
+    return {ValueRule::kBool, 0, 0, {}};
+  return {};
+}
+
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), ::tolower);
+  return text;
+}
+
+std::string format_bound(double v) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.15g", v);
+  return text;
+}
+
+Status check_value(const FlagInfo& flag, const std::string& value) {
+  ValueRule rule = rule_for(flag);
+  auto bad = [&](const std::string& want) {
+    return invalid_argument(flag.name + "='" + value + "' is not valid: " + want);
+  };
+  switch (rule.kind) {
+    case ValueRule::kText:
+      return Status();
+    case ValueRule::kBool: {
+      static const char* kWords[] = {"1", "0", "true", "false", "yes", "no", "on", "off"};
+      for (const char* w : kWords)
+        if (lower(value) == w) return Status();
+      return bad("use true or false");
+    }
+    case ValueRule::kInt:
+    case ValueRule::kNumber: {
+      std::string range = " from " + format_bound(rule.min) + " to " + format_bound(rule.max);
+      char* end = nullptr;
+      errno = 0;
+      double v = rule.kind == ValueRule::kInt
+                     ? static_cast<double>(std::strtoll(value.c_str(), &end, 10))
+                     : std::strtod(value.c_str(), &end);
+      if (value.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v))
+        return bad(std::string(rule.kind == ValueRule::kInt ? "use an integer" : "use a number") +
+                   range);
+      if (v < rule.min || v > rule.max) return bad("use a value" + range);
+      return Status();
+    }
+    case ValueRule::kChoice: {
+      std::string listed;
+      for (const std::string& c : rule.choices) {
+        if (lower(value) == c) return Status();
+        if (!c.empty()) listed += (listed.empty() ? "" : ", ") + c;
+      }
+      return bad("use one of " + listed);
+    }
+    case ValueRule::kEffortLevel: {
+      auto level = parse_effort_level(value);
+      if (!level.ok()) return bad(level.status().message());
+      return Status();
+    }
+  }
+  return Status();
+}
+
+const FlagInfo* find_flag(const std::string& name) {
+  for (const FlagInfo& f : flag_table())
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
 struct Registry {
   std::mutex mutex;
   std::map<std::string, std::string> values;  // resolved: override > environment > default
   bool loaded = false;
 
+  std::vector<Status> environment_errors;
+
+  // A value from the environment that is not valid is not used (the default is), and is
+  // reported by check_environment, which the command line turns into an error.
   void load_locked() {
     if (loaded) return;
+    environment_errors.clear();
     for (const FlagInfo& f : flag_table()) {
       const char* env = std::getenv(f.name.c_str());
-      values[f.name] = env ? env : f.default_value;
+      values[f.name] = f.default_value;
+      if (env == nullptr) continue;
+      if (Status valid = check_value(f, env); !valid.ok()) {
+        environment_errors.push_back(valid);
+      } else {
+        values[f.name] = env;
+      }
     }
     loaded = true;
   }
@@ -95,8 +209,7 @@ Registry& registry() {
 }
 
 bool parse_bool(const std::string& text) {
-  std::string t = text;
-  std::transform(t.begin(), t.end(), t.begin(), ::tolower);
+  std::string t = lower(text);
   return t == "1" || t == "true" || t == "yes" || t == "on";
 }
 
@@ -134,8 +247,20 @@ Status set(const std::string& name, const std::string& value) {
   r.load_locked();
   auto it = r.values.find(name);
   if (it == r.values.end()) return invalid_argument("unknown kiln flag " + name);
+  KILN_RETURN_IF_ERROR(check_value(*find_flag(name), value));
   it->second = value;
   return Status();
+}
+
+Status check_environment() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.load_locked();
+  if (r.environment_errors.empty()) return Status();
+  std::string message = r.environment_errors[0].message();
+  if (r.environment_errors.size() > 1)
+    message += " (and " + std::to_string(r.environment_errors.size() - 1) + " more)";
+  return invalid_argument("in the environment: " + message);
 }
 
 void reset() {

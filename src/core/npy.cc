@@ -1,9 +1,10 @@
 #include "kiln/npy.h"
 
+#include <cctype>
 #include <cstring>
 #include <fstream>
-#include <regex>
 #include <sstream>
+#include <string_view>
 
 namespace kiln {
 namespace {
@@ -44,6 +45,124 @@ Result<DType> dtype_from_descr(const std::string& descr, const std::string& name
 
 }  // namespace
 
+namespace {
+
+// The header is a Python dict literal with exactly the keys 'descr', 'fortran_order' and
+// 'shape', as NumPy writes it; anything else is refused, never guessed at.
+class NpyHeaderParser {
+ public:
+  NpyHeaderParser(std::string_view text, const std::string& name) : text_(text), name_(name) {}
+
+  Status parse(std::string& descr, bool& fortran_order, std::vector<int64_t>& shape) {
+    bool seen_descr = false, seen_order = false, seen_shape = false;
+    skip_space();
+    if (!take('{')) return error("does not start with '{'");
+    for (;;) {
+      skip_space();
+      if (take('}')) break;
+      std::string key;
+      KILN_RETURN_IF_ERROR(parse_string(key));
+      skip_space();
+      if (!take(':')) return error("expects ':' after '" + key + "'");
+      skip_space();
+      if (key == "descr" && !seen_descr) {
+        seen_descr = true;
+        KILN_RETURN_IF_ERROR(parse_string(descr));
+      } else if (key == "fortran_order" && !seen_order) {
+        seen_order = true;
+        if (take_word("True")) {
+          fortran_order = true;
+        } else if (take_word("False")) {
+          fortran_order = false;
+        } else {
+          return error("'fortran_order' must be True or False");
+        }
+      } else if (key == "shape" && !seen_shape) {
+        seen_shape = true;
+        KILN_RETURN_IF_ERROR(parse_shape(shape));
+      } else {
+        return error("has an unexpected or repeated key '" + key + "'");
+      }
+      skip_space();
+      if (take(',')) continue;
+      skip_space();
+      if (take('}')) break;
+      return error("expects ',' or '}' at byte " + std::to_string(at_));
+    }
+    skip_space();  // NumPy pads with spaces and ends with '\n'
+    if (at_ != text_.size()) return error("has bytes after its closing '}'");
+    if (!seen_descr || !seen_order || !seen_shape)
+      return error("needs 'descr', 'fortran_order' and 'shape'");
+    return Status();
+  }
+
+ private:
+  Status error(const std::string& what) const {
+    return invalid_argument(name_ + ": malformed .npy header: it " + what);
+  }
+  void skip_space() {
+    while (at_ < text_.size() && (text_[at_] == ' ' || text_[at_] == '\n' || text_[at_] == '\t'))
+      ++at_;
+  }
+  bool take(char c) {
+    if (at_ < text_.size() && text_[at_] == c) {
+      ++at_;
+      return true;
+    }
+    return false;
+  }
+  bool take_word(std::string_view word) {
+    if (text_.substr(at_, word.size()) != word) return false;
+    at_ += word.size();
+    return true;
+  }
+  Status parse_string(std::string& out) {
+    if (at_ >= text_.size() || (text_[at_] != '\'' && text_[at_] != '"'))
+      return error("expects a quoted string at byte " + std::to_string(at_));
+    char quote = text_[at_++];
+    size_t end = text_.find(quote, at_);
+    if (end == std::string_view::npos || end - at_ > 64) return error("has an unterminated string");
+    out.assign(text_.substr(at_, end - at_));
+    if (out.find('\\') != std::string::npos) return error("has an escape in a string");
+    at_ = end + 1;
+    return Status();
+  }
+  // "()", "(7,)", "(2, 3)" or "(2, 3,)"; dimensions are decimal, at most 32 of them.
+  Status parse_shape(std::vector<int64_t>& shape) {
+    if (!take('(')) return error("expects a tuple for 'shape'");
+    bool trailing_comma = false;
+    for (;;) {
+      skip_space();
+      if (take(')')) break;
+      if (at_ >= text_.size() || !std::isdigit(static_cast<unsigned char>(text_[at_])))
+        return error("has a dimension that is not a non-negative integer");
+      uint64_t dim = 0;
+      while (at_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[at_]))) {
+        dim = dim * 10 + static_cast<uint64_t>(text_[at_++] - '0');
+        if (dim > (uint64_t{1} << 48)) return error("has a dimension too large to be real");
+      }
+      if (shape.size() == 32) return error("has more than 32 dimensions");
+      shape.push_back(static_cast<int64_t>(dim));
+      skip_space();
+      trailing_comma = take(',');
+      if (!trailing_comma) {
+        skip_space();
+        if (!take(')')) return error("expects ',' or ')' in 'shape'");
+        break;
+      }
+    }
+    // Python's one-element tuple needs its comma: "(7)" is the integer 7.
+    if (shape.size() == 1 && !trailing_comma) return error("writes a 1-tuple without its comma");
+    return Status();
+  }
+
+  std::string_view text_;
+  const std::string& name_;
+  size_t at_ = 0;
+};
+
+}  // namespace
+
 Result<Buffer> parse_npy(const std::string& bytes, const std::string& name) {
   if (bytes.size() < 10 || std::memcmp(bytes.data(), kNpyMagic, 6) != 0)
     return invalid_argument(name + ": not a NumPy .npy file (bad magic)");
@@ -61,40 +180,32 @@ Result<Buffer> parse_npy(const std::string& bytes, const std::string& name) {
   } else {
     return invalid_argument(name + ": unsupported .npy format version " + std::to_string(major));
   }
-  if (bytes.size() < header_start + header_len)
+  if (bytes.size() - header_start < header_len)
     return invalid_argument(name + ": truncated .npy header");
-  std::string header = bytes.substr(header_start, header_len);
-  std::smatch m;
-  if (!std::regex_search(header, m, std::regex("'descr'\\s*:\\s*'([^']*)'")))
-    return invalid_argument(name + ": .npy header has no 'descr'");
-  KILN_ASSIGN_OR_RETURN(DType dtype, dtype_from_descr(m[1].str(), name));
-  if (std::regex_search(header, m, std::regex("'fortran_order'\\s*:\\s*True")))
+  std::string descr;
+  bool fortran_order = false;
+  std::vector<int64_t> shape;
+  NpyHeaderParser parser(std::string_view(bytes).substr(header_start, header_len), name);
+  KILN_RETURN_IF_ERROR(parser.parse(descr, fortran_order, shape));
+  KILN_ASSIGN_OR_RETURN(DType dtype, dtype_from_descr(descr, name));
+  if (fortran_order && shape.size() > 1)
     return invalid_argument(name +
                             ": Fortran-order arrays are not supported; save with "
                             "np.ascontiguousarray");
-  if (!std::regex_search(header, m, std::regex("'shape'\\s*:\\s*\\(([^)]*)\\)")))
-    return invalid_argument(name + ": .npy header has no 'shape'");
-  std::vector<int64_t> shape;
-  std::stringstream dims(m[1].str());
-  std::string dim;
-  while (std::getline(dims, dim, ',')) {
-    size_t first = dim.find_first_not_of(" \t");
-    if (first == std::string::npos) continue;
-    try {
-      shape.push_back(std::stoll(dim.substr(first)));
-    } catch (const std::exception&) {
-      return invalid_argument(name + ": bad dimension '" + dim + "' in .npy shape");
-    }
+  // The size the shape declares must be what the file holds, checked before allocating.
+  size_t data_bytes = bytes.size() - header_start - header_len;
+  uint64_t needed = dtype_size(dtype);
+  for (int64_t dim : shape) {
+    if (__builtin_mul_overflow(needed, static_cast<uint64_t>(dim), &needed)) needed = UINT64_MAX;
+  }
+  if (needed != data_bytes) {
+    return invalid_argument(
+        name + ": .npy data holds " + std::to_string(data_bytes) + " bytes, shape " +
+        shape_to_string(shape) + " of " + dtype_name(dtype) + " needs " +
+        (needed == UINT64_MAX ? std::string("more than 2^64") : std::to_string(needed)));
   }
   Buffer buffer(dtype, shape);
-  size_t data_start = header_start + header_len;
-  if (bytes.size() - data_start != buffer.byte_size()) {
-    return invalid_argument(name + ": .npy data holds " +
-                            std::to_string(bytes.size() - data_start) + " bytes, shape " +
-                            shape_to_string(shape) + " of " + dtype_name(dtype) + " needs " +
-                            std::to_string(buffer.byte_size()));
-  }
-  std::memcpy(buffer.data(), bytes.data() + data_start, buffer.byte_size());
+  std::memcpy(buffer.data(), bytes.data() + header_start + header_len, buffer.byte_size());
   return buffer;
 }
 

@@ -1,5 +1,6 @@
 #include "kiln/distributed.h"
 
+#include <cerrno>
 #include <cstdlib>
 #include <mutex>
 
@@ -15,12 +16,20 @@ std::shared_ptr<const JobContext>& current() {
   return c;
 }
 
+// A job has at most this many processes: every count a job waits on stays bounded.
+constexpr int kMaxProcesses = 65536;
+
 Result<int> parse_int_env(const char* name, int fallback) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return fallback;
   char* end = nullptr;
+  errno = 0;
   long n = std::strtol(v, &end, 10);
-  if (*end != '\0') return invalid_argument(std::string(name) + "='" + v + "' is not a number");
+  if (*end != '\0' || end == v)
+    return invalid_argument(std::string(name) + "='" + v + "' is not a number");
+  if (errno == ERANGE || n < 0 || n > kMaxProcesses)
+    return invalid_argument(std::string(name) + "='" + v + "' is out of range (0 to " +
+                            std::to_string(kMaxProcesses) + ")");
   return static_cast<int>(n);
 }
 
@@ -40,6 +49,10 @@ void install(const std::string& coordinator, std::shared_ptr<KeyValueStore> kv, 
 
 Status initialize(const std::string& coordinator, int num_processes, int process_id,
                   const std::string& job) {
+  if (num_processes > kMaxProcesses)
+    return invalid_argument("a job of " + std::to_string(num_processes) +
+                            " processes is more than kiln supports (" +
+                            std::to_string(kMaxProcesses) + ")");
   if (num_processes < 1 || process_id < 0 || process_id >= num_processes)
     return invalid_argument("process id " + std::to_string(process_id) + " is not in a job of " +
                             std::to_string(num_processes) + " processes");

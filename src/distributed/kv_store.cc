@@ -97,8 +97,20 @@ Result<RedisAddress> parse_redis_url(const std::string& url) {
     a.password = m[1].str();  // redis://password@host
   }
   a.host = m[3].str();
-  if (m[4].matched) a.port = std::stoi(m[4].str());
-  if (m[5].matched) a.db = std::stoi(m[5].str());
+  // Digits only (the pattern says so), but perhaps too many for an int.
+  auto number = [&](const std::string& digits, int max, const char* what) -> Result<int> {
+    if (digits.size() > 9 || std::stol(digits) > max)
+      return invalid_argument("'" + redact_credentials(url) + "' has " + what + " " + digits +
+                              "; it must be at most " + std::to_string(max));
+    return static_cast<int>(std::stol(digits));
+  };
+  if (m[4].matched) {
+    KILN_ASSIGN_OR_RETURN(a.port, number(m[4].str(), 65535, "port"));
+    if (a.port == 0) return invalid_argument("'" + redact_credentials(url) + "' has port 0");
+  }
+  if (m[5].matched) {
+    KILN_ASSIGN_OR_RETURN(a.db, number(m[5].str(), 1 << 20, "database"));
+  }
   return a;
 }
 

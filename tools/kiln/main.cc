@@ -19,6 +19,7 @@
 #include "kiln/env.h"
 #include "kiln/file.h"
 #include "kiln/host_callback.h"
+#include "kiln/kv_store.h"
 #include "kiln/npy.h"
 #include "kiln/pgle.h"
 #include "kiln/profile_guided.h"
@@ -680,6 +681,7 @@ int main(int argc, char** argv) {
   kiln::cli::add_cache_command(app);
 
   CLI11_PARSE(app, argc, argv);
+  if (kiln::Status env = kiln::config::check_environment(); !env.ok()) return fail(env);
   for (const std::string& setting : flag_settings) {
     size_t eq = setting.find('=');
     kiln::Status s = eq == std::string::npos
@@ -688,6 +690,12 @@ int main(int argc, char** argv) {
     if (!s.ok()) return fail(s);
   }
   if (!cache_dir.empty()) (void)kiln::config::set("KILN_CACHE_DIR", cache_dir);
+  // The library fails open on a bad remote URL (a warning, then no cache); a command line with a
+  // typo in it is refused before any work.
+  if (std::string remote = *kiln::config::get_string("KILN_REMOTE_CACHE"); !remote.empty()) {
+    if (auto address = kiln::parse_redis_url(remote); !address.ok())
+      return fail(kiln::invalid_argument("KILN_REMOTE_CACHE: " + address.status().message()));
+  }
   if (kiln::cli::cache_command_parsed()) return kiln::cli::run_cache_command();
 
   if (run_cmd->parsed()) return run_command(run);
