@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "kiln/npy.h"
@@ -161,6 +162,70 @@ TEST(CliErrorsTest, BadFlagValuesAndUrlsAreRefusedBeforeAnyWork) {
   EXPECT_EQ(huge_job.exit_code, 1);
   EXPECT_THAT(huge_job.err,
               HasSubstr("KILN_NUM_PROCESSES='99999999999' is out of range (0 to 65536)"));
+}
+
+// Programs built to crash MLIR or kiln (stack overflow in the parser, constants or tensors too
+// big to exist, names JSON cannot hold, results larger than memory) are errors with a location.
+TEST(CliErrorsTest, HostileProgramsAreClearErrorsNotSignals) {
+  TempDir dir;
+  const std::string t = "tensor<4xf32>";
+  std::string deep_regions = "func.func @f(%a: " + t + ") -> " + t + " {\n  %r = ";
+  for (int i = 0; i < 5000; ++i) deep_regions += "scf.execute_region -> " + t + " { ";
+  deep_regions += "scf.yield %a : " + t;
+  for (int i = 0; i < 5000; ++i) deep_regions += " }";
+  deep_regions += "\n  return %r : " + t + "\n}\n";
+  std::string deep_type = "func.func @f(%a: tensor<4x";
+  for (int i = 0; i < 100000; ++i) deep_type += "tensor<";
+  deep_type += "f32" + std::string(100000, '>') + ">) {\n  return\n}\n";
+  struct Case {
+    std::string name;
+    std::string text;
+    std::string message;
+  };
+  std::vector<Case> cases = {
+      {"deep_regions", deep_regions, ":2:"},
+      {"deep_type", deep_type, ":1:"},
+      {"huge_splat",
+       "func.func @f() -> tensor<100000000000xf32> {\n"
+       "  %c = arith.constant dense<1.0> : tensor<100000000000xf32>\n"
+       "  return %c : tensor<100000000000xf32>\n}\n",
+       ":2:8: error: a constant of 400000000000 bytes is larger than kiln embeds in code"},
+      {"overflowing_shape",
+       "func.func @f(%a: tensor<4294967296x4294967296x4294967296xf32>) {\n  return\n}\n",
+       ":1:1: error: 'tensor<4294967296x4294967296x4294967296xf32>' needs more than 2^64 bytes"},
+      {"escaped_non_utf8_name",
+       "func.func @\"f\\FF\"(%a: " + t + ") -> " + t + " {\n  return %a : " + t + "\n}\n",
+       ":1:1: error: the symbol name of 'func.func' is not valid UTF-8"},
+      {"raw_non_utf8_module_name",
+       "module @\"m\xff\" {\n  func.func @f(%a: " + t + ") -> " + t + " {\n    return %a : " + t +
+           "\n  }\n}\n",
+       ":1:1: error: the symbol name of 'builtin.module' is not valid UTF-8"},
+      {"argument_larger_than_memory",
+       "func.func @f(%a: tensor<1000000x1000000xf32>) -> tensor<1000000x1000000xf32> {\n"
+       "  return %a : tensor<1000000x1000000xf32>\n}\n",
+       "argument 0 of 'f': cannot allocate 4000000000000 bytes"},
+      {"result_larger_than_memory",
+       "func.func @f() -> tensor<1000000x1000000xf32> {\n"
+       "  %e = tensor.empty() : tensor<1000000x1000000xf32>\n  %c = arith.constant 1.0 : f32\n"
+       "  %f = linalg.fill ins(%c : f32) outs(%e : tensor<1000000x1000000xf32>)"
+       " -> tensor<1000000x1000000xf32>\n  return %f : tensor<1000000x1000000xf32>\n}\n",
+       "result 0 of 'f' (tensor<1000000x1000000xf32>) needs 4000000000000 bytes, more than this "
+       "machine's memory and swap"},
+  };
+  for (const Case& c : cases) {
+    std::string file = dir.file(c.name + ".mlir");
+    std::ofstream(file, std::ios::binary) << c.text;
+    ProcessResult r = kiln({"--cache-dir", dir.file("cache"), "run", file, "--fill", "ones"});
+    EXPECT_EQ(r.exit_code, 1) << c.name << ": " << r.err.substr(0, 300);
+    EXPECT_THAT(r.err, HasSubstr(c.message)) << c.name;
+    if (c.name.rfind("deep", 0) == 0) {
+      EXPECT_THAT(r.err, HasSubstr("nested deeper than 512 levels")) << c.name;
+    }
+  }
+  // Only the two programs that compiled (and failed at run time) are cached.
+  ProcessResult listing = kiln({"--cache-dir", dir.file("cache"), "cache", "ls"});
+  EXPECT_EQ(listing.exit_code, 0);
+  EXPECT_EQ(std::count(listing.out.begin(), listing.out.end(), '\n'), 2) << listing.out;
 }
 
 TEST(CliTest, CompileThenRunTheExecutableWithoutCompiling) {

@@ -26,6 +26,25 @@ TEST(EffortLevelTest, ParsesNamesAndNumbers) {
   EXPECT_EQ(resolve_effort_level(EffortLevel::kUnknown), EffortLevel::kO2);
 }
 
+TEST(BufferTest, AllocationFailuresAreErrorsNamingTheSize) {
+  Result<Buffer> small = Buffer::allocate(DType::kI16, {3, 5});
+  ASSERT_TRUE(small.ok());
+  EXPECT_EQ(small->byte_size(), 30u);
+  EXPECT_EQ(small->as<int16_t>()[14], 0);
+
+  Result<Buffer> overflow = Buffer::allocate(DType::kF64, {1LL << 32, 1LL << 32});
+  ASSERT_FALSE(overflow.ok());
+  EXPECT_EQ(overflow.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_THAT(overflow.status().message(), ::testing::HasSubstr("needs more than 2^64 bytes"));
+
+  Result<Buffer> huge = Buffer::allocate(DType::kF32, {1LL << 22, 1LL << 22});  // 64 TiB
+  ASSERT_FALSE(huge.ok());
+  EXPECT_THAT(huge.status().message(),
+              ::testing::HasSubstr("cannot allocate 70368744177664 bytes"));
+
+  EXPECT_FALSE(Buffer::allocate(DType::kF32, {4, kDynamicDim}).ok());
+}
+
 TEST(NpyTest, RoundTripsEveryDtype) {
   TempDir dir;
   for (DType d :

@@ -38,12 +38,19 @@ struct TensorType {
 
 std::string shape_to_string(const std::vector<int64_t>& shape);
 int64_t element_count(const std::vector<int64_t>& shape);
+// Bytes a dense tensor of `shape` needs, or an error when a dimension is dynamic or negative or the
+// count overflows.
+Result<size_t> dense_byte_size(DType dtype, const std::vector<int64_t>& shape);
 
 // A dense, row-major host tensor. Copies share the storage (like a shared_ptr).
 class Buffer {
  public:
   Buffer() = default;
-  // Allocates zero-filled storage, 64-byte aligned.
+  // Allocates zero-filled storage, 64-byte aligned; an error naming the size when the shape's
+  // byte count overflows or memory runs out.
+  static Result<Buffer> allocate(DType dtype, std::vector<int64_t> shape);
+  // The same for shapes the caller knows fit (tests, small fixed tensors): aborts with a message
+  // where allocate would fail.
   Buffer(DType dtype, std::vector<int64_t> shape);
   // Adopts `data`, which `owner` keeps alive (e.g. memory the executable allocated).
   Buffer(DType dtype, std::vector<int64_t> shape, void* data, std::shared_ptr<void> owner);

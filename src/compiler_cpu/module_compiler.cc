@@ -29,6 +29,7 @@
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
@@ -50,10 +51,12 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassInstrumentation.h"
 #include "mlir/Pass/PassManager.h"
@@ -129,6 +132,113 @@ std::string location_text(mlir::Location loc) {
     loc.print(os);
   }
   return text;
+}
+
+// Bounds on what kiln hands to MLIR. Its parsers and passes recurse once per nesting level
+// (a 5,000-deep program overflows the stack), and it materialises every constant in full (a
+// splat over 10^11 elements exhausts memory): no real program comes near these.
+constexpr int kMaxNestingDepth = 512;
+constexpr uint64_t kMaxConstantBytes = uint64_t{1} << 30;
+// No tensor can be larger than a process's address space (47 bits on x86-64 and AArch64 Linux).
+constexpr uint64_t kMaxTensorBytes = uint64_t{1} << 47;
+
+// Where MLIR text first nests brackets deeper than kMaxNestingDepth, or an empty string. Strings
+// and comments are skipped; `->` and `>=` are not brackets. Miscounting is harmless: a real
+// program's depth is a few dozen.
+std::string excess_nesting(std::string_view text) {
+  int depth = 0;
+  int line = 1;
+  size_t line_start = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '\n') {
+      ++line;
+      line_start = i + 1;
+    } else if (c == '"') {
+      for (++i; i < text.size() && text[i] != '"' && text[i] != '\n'; ++i)
+        if (text[i] == '\\') ++i;
+      if (i < text.size() && text[i] == '\n') --i;
+    } else if (c == '/' && i + 1 < text.size() && text[i + 1] == '/') {
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+    } else if (c == '(' || c == '[' || c == '{' ||
+               (c == '<' && (i + 1 >= text.size() || text[i + 1] != '='))) {
+      if (++depth > kMaxNestingDepth)
+        return std::to_string(line) + ":" + std::to_string(i - line_start + 1);
+    } else if (c == ')' || c == ']' || c == '}' ||
+               (c == '>' && (i == 0 || text[i - 1] != '-') &&
+                (i + 1 >= text.size() || text[i + 1] != '='))) {
+      depth = depth > 0 ? depth - 1 : 0;
+    }
+  }
+  return "";
+}
+
+// Bytes a value of `type` occupies when all its static dimensions are counted, saturating at
+// UINT64_MAX; 0 for types that are not shaped.
+uint64_t static_byte_size(mlir::Type type) {
+  auto shaped = mlir::dyn_cast<mlir::ShapedType>(type);
+  if (!shaped || !shaped.hasRank()) return 0;
+  mlir::Type element = shaped.getElementType();
+  uint64_t bits = element.isIntOrFloat() ? element.getIntOrFloatBitWidth() : 64;
+  uint64_t bytes = std::max<uint64_t>(1, (bits + 7) / 8);
+  for (int64_t d : shaped.getShape()) {
+    if (mlir::ShapedType::isDynamic(d)) continue;
+    if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes)) return UINT64_MAX;
+  }
+  return bytes;
+}
+
+std::string byte_count_text(uint64_t bytes) {
+  return bytes == UINT64_MAX ? "more than 2^64 bytes" : std::to_string(bytes) + " bytes";
+}
+
+// Refuses what kiln cannot compile or describe safely: symbol names that are not UTF-8 (they
+// are recorded in JSON metadata), tensors larger than any address space, constants too big to
+// embed in code.
+Status check_module_limits(mlir::ModuleOp module) {
+  Status status;
+  auto fail = [&](mlir::Operation* op, const std::string& what) {
+    status = invalid_argument(location_text(op->getLoc()) + ": error: " + what);
+    return mlir::WalkResult::interrupt();
+  };
+  auto check_type = [&](mlir::Operation* op, mlir::Type type) {
+    uint64_t bytes = static_byte_size(type);
+    if (bytes <= kMaxTensorBytes) return true;
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    type.print(os);
+    fail(op, "'" + text + "' needs " + byte_count_text(bytes) +
+                 ", more than a process can address (2^47 bytes); reduce its shape");
+    return false;
+  };
+  module->walk([&](mlir::Operation* op) -> mlir::WalkResult {
+    if (auto name = op->getAttrOfType<mlir::StringAttr>(mlir::SymbolTable::getSymbolAttrName()))
+      if (!llvm::json::isUTF8(name.getValue()))
+        return fail(op, "the symbol name of '" + op->getName().getStringRef().str() +
+                            "' is not valid UTF-8; kiln records module and function names in "
+                            "JSON metadata: rename it");
+    for (mlir::Type t : op->getResultTypes())
+      if (!check_type(op, t)) return mlir::WalkResult::interrupt();
+    for (mlir::Region& region : op->getRegions())
+      for (mlir::Block& block : region)
+        for (mlir::BlockArgument arg : block.getArguments())
+          if (!check_type(op, arg.getType())) return mlir::WalkResult::interrupt();
+    if (auto func = mlir::dyn_cast<mlir::FunctionOpInterface>(op))
+      for (mlir::Type t :
+           llvm::concat<const mlir::Type>(func.getArgumentTypes(), func.getResultTypes()))
+        if (!check_type(op, t)) return mlir::WalkResult::interrupt();
+    for (mlir::NamedAttribute attr : op->getAttrs()) {
+      auto elements = mlir::dyn_cast<mlir::ElementsAttr>(attr.getValue());
+      if (!elements) continue;
+      if (!check_type(op, elements.getType())) return mlir::WalkResult::interrupt();
+      uint64_t bytes = static_byte_size(elements.getType());
+      if (bytes > kMaxConstantBytes)
+        return fail(op, "a constant of " + byte_count_text(bytes) +
+                            " is larger than kiln embeds in code (1 GiB); pass it as an argument");
+    }
+    return mlir::WalkResult::advance();
+  });
+  return status;
 }
 
 // Runs `cmd` (argv) and returns its exit status; output is captured into `output`.
@@ -481,12 +591,21 @@ class MlirModuleCompiler : public ModuleCompiler {
     std::string diagnostics;
     llvm::raw_string_ostream diagnostic_stream(diagnostics);
     mlir::SourceMgrDiagnosticHandler handler(source_mgr, &context, diagnostic_stream);
+    bool bytecode = source.bytes.compare(0, 4, "ML\xefR") == 0;
+    if (!bytecode) {
+      std::string where = excess_nesting(source.bytes);
+      if (!where.empty())
+        return invalid_argument(source.name + ":" + where + ": error: nested deeper than " +
+                                std::to_string(kMaxNestingDepth) +
+                                " levels, more than kiln parses safely; flatten the program");
+    }
     mlir::OwningOpRef<mlir::ModuleOp> module =
         mlir::parseSourceFile<mlir::ModuleOp>(source_mgr, mlir::ParserConfig(&context));
     if (!module) {
       return invalid_argument(diagnostics.empty() ? source.name + ": cannot parse the module"
                                                   : diagnostics);
     }
+    KILN_RETURN_IF_ERROR(check_module_limits(*module));
     return module;
   }
 

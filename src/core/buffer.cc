@@ -1,5 +1,6 @@
 #include "kiln/buffer.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -82,14 +83,42 @@ int64_t element_count(const std::vector<int64_t>& shape) {
   return n;
 }
 
-Buffer::Buffer(DType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
-  size_t bytes = byte_size();
+Result<size_t> dense_byte_size(DType dtype, const std::vector<int64_t>& shape) {
+  size_t bytes = dtype_size(dtype);
+  for (int64_t d : shape) {
+    if (d < 0)
+      return invalid_argument("shape " + shape_to_string(shape) +
+                              " has a dimension that is not known");
+    if (__builtin_mul_overflow(bytes, static_cast<size_t>(d), &bytes))
+      return resource_exhausted("tensor<" + shape_to_string(shape) + " x " + dtype_name(dtype) +
+                                "> needs more than 2^64 bytes");
+  }
+  return bytes;
+}
+
+Result<Buffer> Buffer::allocate(DType dtype, std::vector<int64_t> shape) {
+  KILN_ASSIGN_OR_RETURN(size_t bytes, dense_byte_size(dtype, shape));
   // 64-byte alignment suits AVX-512 loads; round the size up as aligned_alloc requires.
-  size_t rounded = (bytes + 63) / 64 * 64;
-  void* storage = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
-  std::memset(storage, 0, rounded == 0 ? 64 : rounded);
-  owner_ = std::shared_ptr<void>(storage, [](void* p) { std::free(p); });
-  data_ = storage;
+  size_t rounded = bytes == 0 ? 64 : (bytes + 63) / 64 * 64;
+  if (rounded < bytes)
+    return resource_exhausted("cannot allocate " + std::to_string(bytes) + " bytes");
+  void* storage = std::aligned_alloc(64, rounded);
+  if (storage == nullptr)
+    return resource_exhausted("cannot allocate " + std::to_string(bytes) + " bytes for a " +
+                              dtype_name(dtype) + " tensor of shape " + shape_to_string(shape) +
+                              ": out of memory");
+  std::memset(storage, 0, rounded);
+  return Buffer(dtype, std::move(shape), storage,
+                std::shared_ptr<void>(storage, [](void* p) { std::free(p); }));
+}
+
+Buffer::Buffer(DType dtype, std::vector<int64_t> shape) {
+  Result<Buffer> made = allocate(dtype, std::move(shape));
+  if (!made.ok()) {
+    std::fprintf(stderr, "kiln: %s\n", made.status().message().c_str());
+    std::abort();
+  }
+  *this = std::move(*made);
 }
 
 Buffer::Buffer(DType dtype, std::vector<int64_t> shape, void* data, std::shared_ptr<void> owner)

@@ -204,7 +204,10 @@ Result<Buffer> parse_npy(const std::string& bytes, const std::string& name) {
         shape_to_string(shape) + " of " + dtype_name(dtype) + " needs " +
         (needed == UINT64_MAX ? std::string("more than 2^64") : std::to_string(needed)));
   }
-  Buffer buffer(dtype, shape);
+  Result<Buffer> allocated = Buffer::allocate(dtype, shape);
+  if (!allocated.ok())
+    return Status(allocated.status().code(), name + ": " + allocated.status().message());
+  Buffer buffer = std::move(*allocated);
   std::memcpy(buffer.data(), bytes.data() + header_start + header_len, buffer.byte_size());
   return buffer;
 }

@@ -109,9 +109,9 @@ kiln::Result<const kiln::EntryPoint*> choose_entry(const kiln::Executable& exe,
           : "the module has several entry functions (" + names + "); choose one with -e");
 }
 
-kiln::Buffer filled_buffer(const kiln::TensorType& type, const std::string& fill,
-                           std::mt19937& rng) {
-  kiln::Buffer b(type.dtype, type.shape);
+kiln::Result<kiln::Buffer> filled_buffer(const kiln::TensorType& type, const std::string& fill,
+                                         std::mt19937& rng) {
+  KILN_ASSIGN_OR_RETURN(kiln::Buffer b, kiln::Buffer::allocate(type.dtype, type.shape));
   std::uniform_real_distribution<double> uniform(-1.0, 1.0);
   for (int64_t i = 0; i < b.element_count(); ++i) {
     double v = fill == "ones" ? 1.0 : fill == "zeros" ? 0.0 : uniform(rng);
@@ -382,7 +382,11 @@ int run_command(const RunArgs& args) {
         if (!b.ok()) return fail(b.status());
         inputs.push_back(*b);
       } else if (ep.inputs[i].is_static()) {
-        inputs.push_back(filled_buffer(ep.inputs[i], args.fill, rng));
+        auto b = filled_buffer(ep.inputs[i], args.fill, rng);
+        if (!b.ok())
+          return fail(kiln::Status(b.status().code(), "argument " + std::to_string(i) + " of '" +
+                                                          ep.name + "': " + b.status().message()));
+        inputs.push_back(*b);
       } else {
         return fail(kiln::invalid_argument("argument " + std::to_string(i) + " of '" + ep.name +
                                            "' has a dynamic shape " + ep.inputs[i].to_string() +

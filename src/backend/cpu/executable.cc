@@ -8,6 +8,7 @@
 #include <malloc.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -547,6 +548,15 @@ Result<const EntryPoint*> Executable::find_entry(const std::string& name) const 
                    "'; its public functions are: " + (names.empty() ? "(none)" : names));
 }
 
+namespace {
+// Physical memory plus swap, or 0 when unknown.
+uint64_t machine_memory_bytes() {
+  struct sysinfo info;
+  if (sysinfo(&info) != 0) return 0;
+  return (static_cast<uint64_t>(info.totalram) + info.totalswap) * info.mem_unit;
+}
+}  // namespace
+
 Result<std::vector<Buffer>> Executable::execute(const std::string& entry_name,
                                                 const std::vector<Buffer>& inputs) const {
   KILN_ASSIGN_OR_RETURN(const EntryPoint* entry, find_entry(entry_name));
@@ -567,6 +577,21 @@ Result<std::vector<Buffer>> Executable::execute(const std::string& entry_name,
       return invalid_argument("argument " + std::to_string(i) + " of '" + entry->name +
                               "': expected " + want.to_string() + ", given " + given.to_string());
     }
+  }
+
+  // Compiled code does not check its allocations: a result larger than this machine's memory
+  // and swap would be written through a null pointer. Refuse it before the call.
+  for (size_t i = 0; i < entry->outputs.size(); ++i) {
+    const TensorType& out = entry->outputs[i];
+    if (!out.is_static()) continue;
+    Result<size_t> bytes = dense_byte_size(out.dtype, out.shape);
+    uint64_t memory = machine_memory_bytes();
+    if (!bytes.ok() || (memory > 0 && *bytes > memory))
+      return resource_exhausted(
+          "result " + std::to_string(i) + " of '" + entry->name + "' (" + out.to_string() +
+          ") needs " + (bytes.ok() ? std::to_string(*bytes) : std::string("more than 2^64")) +
+          " bytes, more than this machine's memory and swap (" + std::to_string(memory) +
+          " bytes)");
   }
 
   // Packed call: args[0] points at the results slot (if any), then one slot per input.
@@ -622,7 +647,7 @@ Result<std::vector<Buffer>> Executable::execute(const std::string& entry_name,
         continue;
       }
     }
-    Buffer copy(type.dtype, shape);
+    KILN_ASSIGN_OR_RETURN(Buffer copy, Buffer::allocate(type.dtype, shape));
     copy_strided(d, element_size, static_cast<char*>(copy.data()));
     results.push_back(std::move(copy));
   }
