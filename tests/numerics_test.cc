@@ -18,17 +18,6 @@ Buffer random_i32(std::vector<int64_t> shape, uint32_t seed) {
   return b;
 }
 
-void expect_close(const Buffer& got, const std::vector<double>& want, double tolerance) {
-  ASSERT_EQ(got.element_count(), static_cast<int64_t>(want.size()));
-  int reported = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    double g = got.element_as_double(static_cast<int64_t>(i));
-    if (std::abs(g - want[i]) > tolerance * (1 + std::abs(want[i])) && reported++ < 5) {
-      ADD_FAILURE() << "element " << i << ": got " << g << ", want " << want[i];
-    }
-  }
-}
-
 class NumericsTest : public ::testing::TestWithParam<EffortLevel> {
  protected:
   std::vector<Buffer> run(const std::string& program, const std::string& entry,

@@ -12,16 +12,6 @@
 namespace kiln::testing {
 namespace {
 
-void expect_close(const Buffer& got, const std::vector<double>& want) {
-  ASSERT_EQ(got.element_count(), static_cast<int64_t>(want.size()));
-  int reported = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    double g = got.element_as_double(static_cast<int64_t>(i));
-    if (std::abs(g - want[i]) > 1e-4 * (1 + std::abs(want[i])) && reported++ < 5)
-      ADD_FAILURE() << "element " << i << ": got " << g << ", want " << want[i];
-  }
-}
-
 // out[i][j] = sum_p a[i][p] * b[p][j] (+ acc[i][j]), row-major, in double precision.
 std::vector<double> matmul(const float* a, const float* b, int64_t m, int64_t k, int64_t n,
                            const float* acc = nullptr) {

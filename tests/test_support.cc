@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -108,6 +109,17 @@ Buffer random_f32(std::vector<int64_t> shape, uint32_t seed) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (int64_t i = 0; i < b.element_count(); ++i) b.as<float>()[i] = dist(rng);
   return b;
+}
+
+void expect_close(const Buffer& got, const std::vector<double>& want, double tolerance) {
+  ASSERT_EQ(got.element_count(), static_cast<int64_t>(want.size()));
+  int reported = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    double g = got.element_as_double(static_cast<int64_t>(i));
+    if (std::abs(g - want[i]) > tolerance * (1 + std::abs(want[i])) && reported++ < 5) {
+      ADD_FAILURE() << "element " << i << ": got " << g << ", want " << want[i];
+    }
+  }
 }
 
 }  // namespace kiln::testing

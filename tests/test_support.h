@@ -54,5 +54,8 @@ Result<std::shared_ptr<Executable>> compile_file(const std::string& path, Effort
 
 // Uniform values in [-1, 1), the same for the same seed.
 Buffer random_f32(std::vector<int64_t> shape, uint32_t seed);
+// Fails the test (naming at most five elements) unless `got` holds `want` within a relative
+// `tolerance`.
+void expect_close(const Buffer& got, const std::vector<double>& want, double tolerance = 1e-4);
 
 }  // namespace kiln::testing
