@@ -165,7 +165,8 @@ TEST(CliErrorsTest, BadFlagValuesAndUrlsAreRefusedBeforeAnyWork) {
 }
 
 // Programs built to crash MLIR or kiln (stack overflow in the parser, constants or tensors too
-// big to exist, names JSON cannot hold, results larger than memory) are errors with a location.
+// big to exist, names JSON cannot hold, results and intermediates larger than memory) are errors
+// with a location or the entry's name.
 TEST(CliErrorsTest, HostileProgramsAreClearErrorsNotSignals) {
   TempDir dir;
   const std::string t = "tensor<4xf32>";
@@ -211,6 +212,15 @@ TEST(CliErrorsTest, HostileProgramsAreClearErrorsNotSignals) {
        " -> tensor<1000000x1000000xf32>\n  return %f : tensor<1000000x1000000xf32>\n}\n",
        "result 0 of 'f' (tensor<1000000x1000000xf32>) needs 4000000000000 bytes, more than this "
        "machine's memory and swap"},
+      {"intermediate_larger_than_memory",
+       "func.func @f(%a: " + t + ") -> " + t +
+           " {\n"
+           "  %e = tensor.empty() : tensor<1000000x1000000xf32>\n  %c = arith.constant 1.0 : f32\n"
+           "  %f = linalg.fill ins(%c : f32) outs(%e : tensor<1000000x1000000xf32>)"
+           " -> tensor<1000000x1000000xf32>\n"
+           "  %s = tensor.extract_slice %f[0, 0] [1, 4] [1, 1] : tensor<1000000x1000000xf32> to " +
+           t + "\n  %r = arith.addf %s, %a : " + t + "\n  return %r : " + t + "\n}\n",
+       "'f': the program could not allocate 4000000000064 bytes for an intermediate buffer"},
   };
   for (const Case& c : cases) {
     std::string file = dir.file(c.name + ".mlir");
@@ -222,10 +232,10 @@ TEST(CliErrorsTest, HostileProgramsAreClearErrorsNotSignals) {
       EXPECT_THAT(r.err, HasSubstr("nested deeper than 512 levels")) << c.name;
     }
   }
-  // Only the two programs that compiled (and failed at run time) are cached.
+  // Only the three programs that compiled (and failed at run time) are cached.
   ProcessResult listing = kiln({"--cache-dir", dir.file("cache"), "cache", "ls"});
   EXPECT_EQ(listing.exit_code, 0);
-  EXPECT_EQ(std::count(listing.out.begin(), listing.out.end(), '\n'), 2) << listing.out;
+  EXPECT_EQ(std::count(listing.out.begin(), listing.out.end(), '\n'), 3) << listing.out;
 }
 
 TEST(CliTest, CompileThenRunTheExecutableWithoutCompiling) {

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "backend/cpu/checked_alloc.h"
 #include "backend/cpu/compiler_interface.h"
 #include "backend/cpu/elf_check.h"
 #include "backend/cpu/host_callback_dispatch.h"
@@ -41,7 +42,7 @@ struct SerializedHeader {
 };
 static_assert(sizeof(SerializedHeader) == 40);
 
-using PackedEntry = void (*)(void**);
+using cpu::PackedEntry;
 
 nlohmann::json tensor_type_to_json(const TensorType& type) {
   nlohmann::json j{{"dtype", dtype_name(type.dtype)}, {"shape", type.shape}};
@@ -615,6 +616,9 @@ Result<std::vector<Buffer>> Executable::execute(const std::string& entry_name,
     if (entry->inputs[i].scalar) args[first_input + i] = inputs[i].data();
 
   size_t entry_index = static_cast<size_t>(entry - entry_points_.data());
+  auto entry_function = reinterpret_cast<PackedEntry>(entry_functions_[entry_index]);
+  bool called = false;
+  std::string allocation_error;
   cpu::CallbackErrorScope callback_errors;
   std::shared_ptr<PgleProfiler> profiler = info_.kernels.empty() ? nullptr : this->profiler();
   if (profiler && profiler->enabled()) {
@@ -623,12 +627,13 @@ Result<std::vector<Buffer>> Executable::execute(const std::string& entry_name,
                   std::vector<std::chrono::steady_clock::time_point>(info_.kernels.size())};
     ActiveRun* outer = t_active_run;
     t_active_run = &run;
-    reinterpret_cast<PackedEntry>(entry_functions_[entry_index])(args.data());
+    called = cpu::call_checking_allocations(entry_function, args.data(), allocation_error);
     t_active_run = outer;
-    profiler->record(info_.kernels, run.samples);
+    if (called) profiler->record(info_.kernels, run.samples);
   } else {
-    reinterpret_cast<PackedEntry>(entry_functions_[entry_index])(args.data());
+    called = cpu::call_checking_allocations(entry_function, args.data(), allocation_error);
   }
+  if (!called) return resource_exhausted("'" + entry->name + "': " + allocation_error);
 
   std::vector<Buffer> results;
   std::map<void*, std::shared_ptr<void>> owners;  // one owner per allocation, even if shared

@@ -40,7 +40,8 @@ Pipeline build_pipeline(EffortLevel level, const std::vector<std::string>& disab
       {"convert-math-to-libm", "", false},
       {"convert-arith-to-llvm", "", false},
       {"convert-index-to-llvm", "", false},
-      {"finalize-memref-to-llvm", "", false},
+      // Allocations go through kiln's checking allocator (backend/cpu/checked_alloc.h).
+      {"finalize-memref-to-llvm", "{use-generic-functions=true}", false},
       {"convert-func-to-llvm", "", false},
       {"convert-cf-to-llvm", "", false},
       {"convert-ub-to-llvm", "", false},
