@@ -4,10 +4,12 @@
 set -euo pipefail
 build_dir=$1
 source_dir=$2
+example_link_flags=${3:-}  # -fsanitize=... when libkiln is a sanitizer build
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cmake --install "$build_dir" --prefix "$work/prefix" > /dev/null
-cmake -S "$source_dir/examples/cpp" -B "$work/example" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" > /dev/null
+cmake -S "$source_dir/examples/cpp" -B "$work/example" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" \
+  -DCMAKE_EXE_LINKER_FLAGS="$example_link_flags" > /dev/null
 ninja -C "$work/example" > /dev/null
 export KILN_CACHE_DIR="$work/cache"
 first=$("$work/example/run_cached" "$source_dir/examples/mlp.mlir" main)

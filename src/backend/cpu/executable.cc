@@ -550,11 +550,14 @@ Result<const EntryPoint*> Executable::find_entry(const std::string& name) const 
 }
 
 namespace {
-// Physical memory plus swap, or 0 when unknown.
+// Physical memory plus swap, or 0 when unknown; asked once, off the per-call path.
 uint64_t machine_memory_bytes() {
-  struct sysinfo info;
-  if (sysinfo(&info) != 0) return 0;
-  return (static_cast<uint64_t>(info.totalram) + info.totalswap) * info.mem_unit;
+  static const uint64_t bytes = [] {
+    struct sysinfo info;
+    if (sysinfo(&info) != 0) return uint64_t{0};
+    return (static_cast<uint64_t>(info.totalram) + info.totalswap) * info.mem_unit;
+  }();
+  return bytes;
 }
 }  // namespace
 
@@ -580,8 +583,8 @@ Result<std::vector<Buffer>> Executable::execute(const std::string& entry_name,
     }
   }
 
-  // Compiled code does not check its allocations: a result larger than this machine's memory
-  // and swap would be written through a null pointer. Refuse it before the call.
+  // A static result larger than this machine's memory and swap is refused before any work, with
+  // the result named (the checking allocator would only stop the call when it got there).
   for (size_t i = 0; i < entry->outputs.size(); ++i) {
     const TensorType& out = entry->outputs[i];
     if (!out.is_static()) continue;
