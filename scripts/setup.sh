@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(
-  build-essential cmake ninja-build pkg-config binutils python3
+  build-essential cmake ninja-build pkg-config binutils python3 strace
   llvm-22-dev libmlir-22-dev mlir-22-tools lld-22
   libzstd-dev nettle-dev libxxhash-dev libhiredis-dev redis-server
   libcli11-dev nlohmann-json3-dev libspdlog-dev

@@ -6,7 +6,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <sstream>
 
 #include "core/digest.h"
 #include "kiln/cache.h"
@@ -62,6 +66,56 @@ TEST_F(CliCacheTest, SecondRunIsAHitThatCompilesNothing) {
   EXPECT_EQ(j["module"], "mlp");
   EXPECT_EQ(j["timings_ms"]["compile"], 0.0);
   EXPECT_EQ(j["outputs"][0]["shape"], nlohmann::json::array({1, 8, 10}));
+}
+
+// Durability, observed with strace on the real binary: every file published into the cache
+// (entries, alias records, the ledger, the host description) was fsynced before its link or
+// rename, and the directory it landed in was fsynced afterwards.
+TEST_F(CliCacheTest, EveryPublishedFileAndItsDirectoryAreSynced) {
+  TempDir trace_dir;
+  std::string trace = trace_dir.file("strace.txt");
+  ProcessResult r =
+      run_process({"strace", "-f", "-o", trace, "-e",
+                   "trace=openat,fsync,fdatasync,rename,renameat,renameat2,link,linkat",
+                   kiln_binary(), "--cache-dir", dir_.path(), "run", mlp()});
+  if (r.exit_code != 0 && r.err.find("ptrace") != std::string::npos)
+    GTEST_SKIP() << "this machine does not allow ptrace: " << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Result<std::string> text = read_file(trace);
+  ASSERT_TRUE(text.ok());
+  std::map<std::string, std::string> fd_path;             // "pid:fd" -> path
+  std::set<std::string> synced;                           // files and directories fsynced so far
+  std::vector<std::pair<std::string, size_t>> published;  // destination, line index
+  std::vector<std::pair<std::string, size_t>> dir_syncs;  // directory, line index
+  std::regex open_re(R"re(^(\d+) openat\(AT_FDCWD, "([^"]+)", [^)]*\) = (\d+))re");
+  std::regex sync_re(R"re(^(\d+) f(?:data)?sync\((\d+)\)\s+= 0)re");
+  std::regex move_re(R"re(^(\d+) (?:rename|link)\("([^"]+)", "([^"]+)"\) = 0)re");
+  std::stringstream lines(*text);
+  size_t index = 0;
+  for (std::string line; std::getline(lines, line); ++index) {
+    std::smatch m;
+    if (std::regex_search(line, m, open_re)) {
+      fd_path[m[1].str() + ":" + m[3].str()] = m[2];
+    } else if (std::regex_search(line, m, sync_re)) {
+      std::string path = fd_path[m[1].str() + ":" + m[2].str()];
+      synced.insert(path);
+      dir_syncs.push_back({path, index});
+    } else if (std::regex_search(line, m, move_re)) {
+      EXPECT_TRUE(synced.count(m[2])) << "published without fsync: " << m[2];
+      published.push_back({m[3], index});
+    }
+  }
+  ASSERT_GE(published.size(), 3u) << *text;  // at least an entry, its alias and the ledger
+  bool entry_published = false;
+  for (const auto& [destination, at] : published) {
+    if (destination.find("/entries/mlp-") != std::string::npos) entry_published = true;
+    std::string parent = destination.substr(0, destination.rfind('/'));
+    bool parent_synced = std::any_of(dir_syncs.begin(), dir_syncs.end(), [&](const auto& sync) {
+      return sync.first == parent && sync.second > at;
+    });
+    EXPECT_TRUE(parent_synced) << "directory not fsynced after publishing " << destination;
+  }
+  EXPECT_TRUE(entry_published) << *text;
 }
 
 TEST_F(CliCacheTest, AWarmRunNeverLoadsTheCompilerLibMlirOrLibLlvm) {
