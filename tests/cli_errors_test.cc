@@ -238,6 +238,33 @@ TEST(CliErrorsTest, HostileProgramsAreClearErrorsNotSignals) {
   EXPECT_EQ(std::count(listing.out.begin(), listing.out.end(), '\n'), 3) << listing.out;
 }
 
+// Bytecode cannot be depth-checked before MLIR reads it, so the nesting bound is also applied to
+// the parsed module, before any pass recurses through it.
+TEST(CliErrorsTest, DeeplyNestedBytecodeIsRefusedBeforeThePasses) {
+  TempDir dir;
+  const int depth = 600;
+  const std::string t = "tensor<4xf32>";
+  std::string text = "func.func @f(%a: " + t + ") -> " + t + " {\n";
+  for (int k = depth; k >= 1; --k)
+    text += "%r" + std::to_string(k) + " = scf.execute_region -> " + t + " {\n";
+  text += "scf.yield %a : " + t + "\n}\n";
+  for (int k = 1; k < depth; ++k) text += "scf.yield %r" + std::to_string(k) + " : " + t + "\n}\n";
+  text += "return %r" + std::to_string(depth) + " : " + t + "\n}\n";
+  std::string source = dir.file("deep.mlir"), bytecode = dir.file("deep.mlirbc");
+  std::ofstream(source) << text;
+  ProcessResult opt = run_process({MLIR_OPT, source, "--emit-bytecode", "-o", bytecode});
+  ASSERT_EQ(opt.exit_code, 0) << opt.err;
+
+  ProcessResult from_text = kiln({"run", source, "--no-cache", "--fill", "ones"});
+  EXPECT_EQ(from_text.exit_code, 1);
+  EXPECT_THAT(from_text.err, HasSubstr("nested deeper than 512 levels"));
+  ProcessResult from_bytecode = kiln({"run", bytecode, "--no-cache", "--fill", "ones"});
+  EXPECT_EQ(from_bytecode.exit_code, 1) << from_bytecode.err;
+  EXPECT_THAT(from_bytecode.err,
+              HasSubstr("error: operations nested deeper than 512 levels, more than kiln "
+                        "compiles safely"));
+}
+
 TEST(CliTest, CompileThenRunTheExecutableWithoutCompiling) {
   TempDir dir;
   std::string kx = dir.file("mlp.kx");

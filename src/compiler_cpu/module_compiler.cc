@@ -212,6 +212,14 @@ Status check_module_limits(mlir::ModuleOp module) {
     return false;
   };
   module->walk([&](mlir::Operation* op) -> mlir::WalkResult {
+    // Bytecode is not depth-checked before parsing; the passes recurse per nesting level too.
+    int depth = 0;
+    for (mlir::Operation* parent = op->getParentOp(); parent && depth <= kMaxNestingDepth;
+         parent = parent->getParentOp())
+      ++depth;
+    if (depth > kMaxNestingDepth)
+      return fail(op, "operations nested deeper than " + std::to_string(kMaxNestingDepth) +
+                          " levels, more than kiln compiles safely; flatten the program");
     if (auto name = op->getAttrOfType<mlir::StringAttr>(mlir::SymbolTable::getSymbolAttrName()))
       if (!llvm::json::isUTF8(name.getValue()))
         return fail(op, "the symbol name of '" + op->getName().getStringRef().str() +
