@@ -238,8 +238,7 @@ Status check_module_limits(mlir::ModuleOp module) {
     for (mlir::NamedAttribute attr : op->getAttrs()) {
       auto elements = mlir::dyn_cast<mlir::ElementsAttr>(attr.getValue());
       if (!elements) continue;
-      if (!check_type(op, elements.getType())) return mlir::WalkResult::interrupt();
-      uint64_t bytes = static_byte_size(elements.getType());
+      uint64_t bytes = static_byte_size(elements.getType());  // the tighter of the two bounds
       if (bytes > kMaxConstantBytes)
         return fail(op, "a constant of " + byte_count_text(bytes) +
                             " is larger than kiln embeds in code (1 GiB); pass it as an argument");

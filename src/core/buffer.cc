@@ -1,8 +1,12 @@
 #include "kiln/buffer.h"
 
+#include <sys/sysinfo.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+
+#include "core/machine_memory.h"
 
 namespace kiln {
 
@@ -83,6 +87,15 @@ int64_t element_count(const std::vector<int64_t>& shape) {
   return n;
 }
 
+uint64_t machine_memory_bytes() {
+  static const uint64_t bytes = [] {
+    struct sysinfo info;
+    if (sysinfo(&info) != 0) return uint64_t{0};
+    return (static_cast<uint64_t>(info.totalram) + info.totalswap) * info.mem_unit;
+  }();
+  return bytes;
+}
+
 Result<size_t> dense_byte_size(DType dtype, const std::vector<int64_t>& shape) {
   size_t bytes = dtype_size(dtype);
   for (int64_t d : shape) {
@@ -102,6 +115,12 @@ Result<Buffer> Buffer::allocate(DType dtype, std::vector<int64_t> shape) {
   size_t rounded = bytes == 0 ? 64 : (bytes + 63) / 64 * 64;
   if (rounded < bytes)
     return resource_exhausted("cannot allocate " + std::to_string(bytes) + " bytes");
+  uint64_t memory = machine_memory_bytes();
+  if (memory > 0 && bytes > memory)
+    return resource_exhausted("cannot allocate " + std::to_string(bytes) + " bytes for a " +
+                              dtype_name(dtype) + " tensor of shape " + shape_to_string(shape) +
+                              ": more than this machine's memory and swap (" +
+                              std::to_string(memory) + " bytes)");
   void* storage = std::aligned_alloc(64, rounded);
   if (storage == nullptr)
     return resource_exhausted("cannot allocate " + std::to_string(bytes) + " bytes for a " +

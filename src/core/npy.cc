@@ -43,10 +43,6 @@ Result<DType> dtype_from_descr(const std::string& descr, const std::string& name
                           "int64 (little-endian)");
 }
 
-}  // namespace
-
-namespace {
-
 // The header is a Python dict literal with exactly the keys 'descr', 'fortran_order' and
 // 'shape', as NumPy writes it; anything else is refused, never guessed at.
 class NpyHeaderParser {
@@ -194,15 +190,12 @@ Result<Buffer> parse_npy(const std::string& bytes, const std::string& name) {
                             "np.ascontiguousarray");
   // The size the shape declares must be what the file holds, checked before allocating.
   size_t data_bytes = bytes.size() - header_start - header_len;
-  uint64_t needed = dtype_size(dtype);
-  for (int64_t dim : shape) {
-    if (__builtin_mul_overflow(needed, static_cast<uint64_t>(dim), &needed)) needed = UINT64_MAX;
-  }
-  if (needed != data_bytes) {
+  Result<size_t> needed = dense_byte_size(dtype, shape);
+  if (!needed.ok() || *needed != data_bytes) {
     return invalid_argument(
         name + ": .npy data holds " + std::to_string(data_bytes) + " bytes, shape " +
         shape_to_string(shape) + " of " + dtype_name(dtype) + " needs " +
-        (needed == UINT64_MAX ? std::string("more than 2^64") : std::to_string(needed)));
+        (needed.ok() ? std::to_string(*needed) : std::string("more than 2^64")));
   }
   Result<Buffer> allocated = Buffer::allocate(dtype, shape);
   if (!allocated.ok())

@@ -99,10 +99,11 @@ Result<RedisAddress> parse_redis_url(const std::string& url) {
   a.host = m[3].str();
   // Digits only (the pattern says so), but perhaps too many for an int.
   auto number = [&](const std::string& digits, int max, const char* what) -> Result<int> {
-    if (digits.size() > 9 || std::stol(digits) > max)
+    long value = digits.size() > 9 ? long{max} + 1 : std::stol(digits);
+    if (value > max)
       return invalid_argument("'" + redact_credentials(url) + "' has " + what + " " + digits +
                               "; it must be at most " + std::to_string(max));
-    return static_cast<int>(std::stol(digits));
+    return static_cast<int>(value);
   };
   if (m[4].matched) {
     KILN_ASSIGN_OR_RETURN(a.port, number(m[4].str(), 65535, "port"));

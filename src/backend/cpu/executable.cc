@@ -8,7 +8,6 @@
 #include <malloc.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/sysinfo.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -24,6 +23,7 @@
 #include "backend/cpu/elf_check.h"
 #include "backend/cpu/host_callback_dispatch.h"
 #include "backend/cpu/host_features.h"
+#include "core/machine_memory.h"
 
 namespace kiln {
 namespace {
@@ -548,18 +548,6 @@ Result<const EntryPoint*> Executable::find_entry(const std::string& name) const 
   return not_found("no entry function '" + name + "' in module '" + info_.module_name +
                    "'; its public functions are: " + (names.empty() ? "(none)" : names));
 }
-
-namespace {
-// Physical memory plus swap, or 0 when unknown; asked once, off the per-call path.
-uint64_t machine_memory_bytes() {
-  static const uint64_t bytes = [] {
-    struct sysinfo info;
-    if (sysinfo(&info) != 0) return uint64_t{0};
-    return (static_cast<uint64_t>(info.totalram) + info.totalswap) * info.mem_unit;
-  }();
-  return bytes;
-}
-}  // namespace
 
 Result<std::vector<Buffer>> Executable::execute(const std::string& entry_name,
                                                 const std::vector<Buffer>& inputs) const {
