@@ -164,7 +164,8 @@ TEST(CliErrorsTest, BadFlagValuesAndUrlsAreRefusedBeforeAnyWork) {
               HasSubstr("KILN_NUM_PROCESSES='99999999999' is out of range (0 to 65536)"));
 }
 
-// Programs built to crash MLIR or kiln (stack overflow in the parser, constants or tensors too
+// Programs built to crash MLIR or kiln (stack overflow in the parser, input MLIR's parser
+// crashes on, constants or tensors too
 // big to exist, names JSON cannot hold, results and intermediates larger than memory) are errors
 // with a location or the entry's name.
 TEST(CliErrorsTest, HostileProgramsAreClearErrorsNotSignals) {
@@ -186,6 +187,13 @@ TEST(CliErrorsTest, HostileProgramsAreClearErrorsNotSignals) {
   std::vector<Case> cases = {
       {"deep_regions", deep_regions, ":2:"},
       {"deep_type", deep_type, ":1:"},
+      // linalg.reduce without its dimensions list: MLIR 22's parser dereferences null on it.
+      {"parser_crash",
+       "func.func @f(%x: tensor<3x5xf32>, %acc: tensor<3xf32>) -> tensor<3xf32> {\n"
+       "  %s = linalg.reduce ins(%x : tensor<3x5xf32>) outs(%acc : tensor<3xf32>) dimensions =\n"
+       "    (%in: f32, %out: f32) {\n      %t = arith.addf %in, %out : f32\n"
+       "      linalg.yield %t : f32\n    }\n  return %s : tensor<3xf32>\n}\n",
+       "error: MLIR's parser crashed ("},
       {"huge_splat",
        "func.func @f() -> tensor<100000000000xf32> {\n"
        "  %c = arith.constant dense<1.0> : tensor<100000000000xf32>\n"

@@ -12,6 +12,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -46,7 +47,9 @@ class Mutator {
   }
 
  private:
-  size_t pick(size_t n) { return n == 0 ? 0 : std::uniform_int_distribution<size_t>(0, n - 1)(rng_); }
+  size_t pick(size_t n) {
+    return n == 0 ? 0 : std::uniform_int_distribution<size_t>(0, n - 1)(rng_);
+  }
 
   // Positions where one token ends and another may begin (after spaces and punctuation).
   std::vector<size_t> boundaries(const std::string& s) {
@@ -60,8 +63,7 @@ class Mutator {
 
   std::vector<std::pair<size_t, size_t>> matches(const std::string& s, const std::regex& re) {
     std::vector<std::pair<size_t, size_t>> out;
-    for (auto it = std::sregex_iterator(s.begin(), s.end(), re); it != std::sregex_iterator();
-         ++it)
+    for (auto it = std::sregex_iterator(s.begin(), s.end(), re); it != std::sregex_iterator(); ++it)
       out.push_back({static_cast<size_t>(it->position()), static_cast<size_t>(it->length())});
     return out;
   }
@@ -86,11 +88,29 @@ class Mutator {
     static const std::regex value(R"(%[A-Za-z_][A-Za-z0-9_]*|%[0-9]+)");
     static const std::regex number(R"(\b[0-9]+(\.[0-9]+)?(e[+-]?[0-9]+)?\b)");
     static const std::regex type(R"(\b(f32|f64|i32|i64|f16|i1|index)\b)");
-    static const std::vector<std::string> tokens = {
-        " loc(\"x\":1:2)", " loc(unknown)", " loc(#loc9)", " loc(", ")", " %0", ",", " @loc",
-        "// note\n", "  ", "\n", " loc(\"y\")", " loc(\"f\":99999999999:1)", " loc(callsite(\"a\" at \"b\":1:1))",
-        " loc(fused[\"a\":1:1, unknown])", " \"s\"", " {}", " loc(bogus)", " loc(\"a\":1)",
-        " {foo = loc(\"z\":3:4)}", " loc(\"bad\\q\")", " loc", "#loc9 = loc(\"m\":1:1)\n"};
+    static const std::vector<std::string> tokens = {" loc(\"x\":1:2)",
+                                                    " loc(unknown)",
+                                                    " loc(#loc9)",
+                                                    " loc(",
+                                                    ")",
+                                                    " %0",
+                                                    ",",
+                                                    " @loc",
+                                                    "// note\n",
+                                                    "  ",
+                                                    "\n",
+                                                    " loc(\"y\")",
+                                                    " loc(\"f\":99999999999:1)",
+                                                    " loc(callsite(\"a\" at \"b\":1:1))",
+                                                    " loc(fused[\"a\":1:1, unknown])",
+                                                    " \"s\"",
+                                                    " {}",
+                                                    " loc(bogus)",
+                                                    " loc(\"a\":1)",
+                                                    " {foo = loc(\"z\":3:4)}",
+                                                    " loc(\"bad\\q\")",
+                                                    " loc",
+                                                    "#loc9 = loc(\"m\":1:1)\n"};
     switch (pick(11)) {
       case 0:  // swap two operands
         return replace_one(s, operand_pair, [](const std::string& m) {
@@ -155,8 +175,8 @@ class Mutator {
         for (size_t i = 0; i < s.size(); ++i)
           if (s[i] == '\n') ends.push_back(i);
         if (ends.empty()) return s;
-        std::string loc = " loc(\"f.py\":" + std::to_string(pick(50)) + ":" +
-                          std::to_string(pick(9)) + ")";
+        std::string loc =
+            " loc(\"f.py\":" + std::to_string(pick(50)) + ":" + std::to_string(pick(9)) + ")";
         return std::string(s).insert(ends[pick(ends.size())], loc);
       }
       default: {  // layout only
@@ -221,9 +241,12 @@ int main(int argc, char** argv) {
   long mutations = 2000;
   uint32_t seed = 1;
   std::vector<std::string> seeds;
+  std::string crash_dir;  // where programs that crash MLIR's parser are written
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    if (arg == "--mutations" && i + 1 < argc) {
+    if (arg == "--save-crashes" && i + 1 < argc) {
+      crash_dir = argv[++i];
+    } else if (arg == "--mutations" && i + 1 < argc) {
       mutations = std::atol(argv[++i]);
     } else if (arg == "--seed" && i + 1 < argc) {
       seed = static_cast<uint32_t>(std::atol(argv[++i]));
@@ -237,7 +260,8 @@ int main(int argc, char** argv) {
     }
   }
   if (seeds.empty()) {
-    std::cerr << "usage: kiln_key_fuzz [--mutations N] [--seed S] PROGRAM.mlir...\n";
+    std::cerr
+        << "usage: kiln_key_fuzz [--mutations N] [--seed S] [--save-crashes DIR] PROGRAM.mlir...\n";
     return 2;
   }
   mlir::DialectRegistry registry;
@@ -267,7 +291,10 @@ int main(int argc, char** argv) {
     bool crashed = false;
     std::string generic = generic_form_isolated(context, program, &crashed);
     if (generic.empty()) ++rejected;
-    if (crashed) ++parser_crashes;
+    if (crashed && ++parser_crashes && !crash_dir.empty()) {
+      std::ofstream(crash_dir + "/crash-" + std::to_string(m) + ".mlir", std::ios::binary)
+          << program;
+    }
     auto [it, inserted] = by_key.emplace(canonical->text, Seen{generic, program});
     if (!generic.empty()) keys_of_program[generic].insert(canonical->text);
     if (inserted) continue;
@@ -276,8 +303,8 @@ int main(int argc, char** argv) {
       if (++merges <= 3) {
         std::cout << "MERGE: two programs share a key but MLIR reads them differently ("
                   << (it->second.generic.empty() ? "first rejected" : "first valid") << ", "
-                  << (generic.empty() ? "second rejected" : "second valid")
-                  << ")\n--- first ---\n" << it->second.program << "\n--- second ---\n"
+                  << (generic.empty() ? "second rejected" : "second valid") << ")\n--- first ---\n"
+                  << it->second.program << "\n--- second ---\n"
                   << program << "\n";
       }
     }
@@ -286,8 +313,9 @@ int main(int argc, char** argv) {
   for (const auto& [generic, keys] : keys_of_program) split += long(keys.size()) - 1;
   std::cout << "kiln_key_fuzz: " << mutations << " programs (seed " << seed << "), " << scanned
             << " keyed by the scan, " << left_to_mlir << " left to MLIR, " << rejected
-            << " rejected by MLIR (" << parser_crashes << " crashing its parser), " << shared_keys << " sharing a key with an earlier one, "
-            << merges << " merges; " << keys_of_program.size() << " distinct valid programs, "
-            << split << " extra keys for the same program (misses, not errors)\n";
+            << " rejected by MLIR (" << parser_crashes << " crashing its parser), " << shared_keys
+            << " sharing a key with an earlier one, " << merges << " merges; "
+            << keys_of_program.size() << " distinct valid programs, " << split
+            << " extra keys for the same program (misses, not errors)\n";
   return merges == 0 ? 0 : 1;
 }

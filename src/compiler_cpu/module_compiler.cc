@@ -6,7 +6,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -570,6 +572,8 @@ constexpr int64_t kMinRewriteBound = 10000;
 
 class MlirModuleCompiler : public ModuleCompiler {
  public:
+  static constexpr int kChildParseFailed = 3;
+
   MlirModuleCompiler() {
     mlir::registerAllDialects(registry_);
     mlir::registerAllExtensions(registry_);
@@ -606,6 +610,7 @@ class MlirModuleCompiler : public ModuleCompiler {
                                 std::to_string(kMaxNestingDepth) +
                                 " levels, more than kiln parses safely; flatten the program");
     }
+    KILN_RETURN_IF_ERROR(parse_in_child(source));
     mlir::OwningOpRef<mlir::ModuleOp> module =
         mlir::parseSourceFile<mlir::ModuleOp>(source_mgr, mlir::ParserConfig(&context));
     if (!module) {
@@ -614,6 +619,45 @@ class MlirModuleCompiler : public ModuleCompiler {
     }
     KILN_RETURN_IF_ERROR(check_module_limits(*module));
     return module;
+  }
+
+  // MLIR's parsers are not hardened against every malformed input (some crash, and bytecode
+  // nested deep enough overflows the reader's stack), so a module is first parsed in a forked
+  // child: a crash there is an error about the input, not the end of this process. The parse in
+  // this process follows only once the child parsed it (or failed cleanly, for the diagnostics).
+  // Bytes vetted once (the canonicaliser's output, a recompile) are not forked for again.
+  Status parse_in_child(const ModuleSource& source) {
+    std::string digest = std::to_string(std::hash<std::string>{}(source.bytes));
+    if (vetted_.count(digest)) return Status::ok_status();
+    pid_t pid = fork();
+    if (pid < 0) return Status::ok_status();  // no child to spare: parse here, as before
+    if (pid == 0) {
+      mlir::MLIRContext child_context(registry_, mlir::MLIRContext::Threading::DISABLED);
+      child_context.getDiagEngine().registerHandler([](mlir::Diagnostic&) {});
+      llvm::SourceMgr child_source;
+      child_source.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBuffer(source.bytes, source.name),
+                                      llvm::SMLoc());
+      bool parsed = static_cast<bool>(
+          mlir::parseSourceFile<mlir::ModuleOp>(child_source, mlir::ParserConfig(&child_context)));
+      _exit(parsed ? 0 : kChildParseFailed);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFEXITED(status) &&
+        (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == kChildParseFailed)) {
+      if (vetted_.size() > 64) vetted_.clear();
+      vetted_.insert(digest);
+      return Status::ok_status();
+    }
+    std::string how = WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
+                                          : "exit code " + std::to_string(WEXITSTATUS(status));
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+      return resource_exhausted(source.name + ": error: MLIR's parser was killed (" + how +
+                                ") reading this module, most likely out of memory");
+    return invalid_argument(source.name + ": error: MLIR's parser crashed (" + how +
+                            ") reading this module; it is malformed in a way MLIR does not "
+                            "diagnose: check it with mlir-opt-22");
   }
 
   HostDescription describe_host() override { return {triple_, host_cpu_, host_features_}; }
@@ -997,6 +1041,7 @@ class MlirModuleCompiler : public ModuleCompiler {
   }
 
   std::mutex mutex_;
+  std::set<std::string> vetted_;  // digests of sources a child parsed without crashing
   mlir::DialectRegistry registry_;
   std::string host_cpu_;
   std::string host_features_;
