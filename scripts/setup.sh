@@ -9,6 +9,8 @@ packages=(
   libzstd-dev nettle-dev libxxhash-dev libhiredis-dev redis-server
   libcli11-dev nlohmann-json3-dev libspdlog-dev
   libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev
+  libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
+  python3-numpy python3-onnx python3-torch python3-torchvision
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,6 +1,7 @@
 // Client: the CPU backend. Owns the virtual devices, compiles modules and loads executables.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -23,8 +24,18 @@ struct Device {
 struct ModuleSource {
   std::string bytes;
   std::string name = "<memory>";
+  // For programs that are not MLIR (ONNX models): `bytes` then only identifies the program (its
+  // raw-bytes alias), and this produces the MLIR when a key or a compile needs it, at most once.
+  // A cache hit through the alias never calls it.
+  struct Lazy;
+  std::shared_ptr<Lazy> lazy = nullptr;
 
   static Result<ModuleSource> from_file(const std::string& path);
+  // A source whose MLIR `produce` makes on demand (see `lazy`), identified by `identity`.
+  static ModuleSource produced_by(std::string identity, std::string name,
+                                  std::function<Result<std::string>()> produce);
+  // The MLIR itself: this source, or (for a lazy one) the produced text under the same name.
+  Result<ModuleSource> mlir() const;
 };
 
 struct CanonicalModule {

@@ -436,11 +436,12 @@ Result<CacheKey> compute_cache_key(const Client& client, const ModuleSource& sou
   // parsing. The form is hashed too, so the two never share a key.
   CanonicalModule canonical;
   std::string form = "canonical text";
-  if (auto text = canonicalize_mlir_text(source.bytes, keep_locations)) {
+  KILN_ASSIGN_OR_RETURN(ModuleSource mlir, source.mlir());
+  if (auto text = canonicalize_mlir_text(mlir.bytes, keep_locations)) {
     canonical.module_name = std::move(text->module_name);
     canonical.text = std::move(text->text);
   } else {
-    KILN_ASSIGN_OR_RETURN(canonical, client.canonicalize(source, keep_locations));
+    KILN_ASSIGN_OR_RETURN(canonical, client.canonicalize(mlir, keep_locations));
     form = "canonical bytecode";
   }
   Sha256 module_hash;

@@ -21,6 +21,7 @@
 #include "kiln/host_callback.h"
 #include "kiln/kv_store.h"
 #include "kiln/npy.h"
+#include "kiln/onnx.h"
 #include "kiln/pgle.h"
 #include "kiln/profile_guided.h"
 
@@ -318,6 +319,173 @@ int run_pgle(kiln::ProfileGuidedProgram& program, const kiln::EntryPoint& ep,
   return 0;
 }
 
+void print_cache_line(const kiln::CompileReport& report, bool loaded_compiled) {
+  if (loaded_compiled) {
+    std::printf("cache: off (ran a compiled executable file)\n");
+  } else if (report.cache == "hit") {
+    std::printf("cache: hit%s, key %s (%.2f ms key, %.2f ms retrieval)\n",
+                report.from_memory ? " (memory)" : "", report.key.c_str(), report.key_ms,
+                report.retrieval_ms);
+  } else if (report.shared == "follower") {
+    std::printf("cache: miss, key %s; loaded the executable the job's leader compiled\n",
+                report.key.c_str());
+  } else {
+    std::printf(
+        "cache: %s%s%s\n", report.cache.c_str(),
+        report.key.empty() ? "" : (", key " + report.key).c_str(),
+        report.skipped_write.empty() ? "" : ("; not stored: " + report.skipped_write).c_str());
+  }
+}
+
+kiln::Result<kiln::Buffer> read_tensor_file(const std::string& path) {
+  if (path.size() > 3 && path.compare(path.size() - 3, 3, ".pb") == 0)
+    return kiln::read_onnx_tensor_file(path);
+  return kiln::read_npy(path);
+}
+
+// `kiln run model.onnx`: inputs by position or NAME=FILE (.npy or TensorProto .pb), dynamic
+// dimensions from the inputs, weights bound from the model.
+int run_onnx(const RunArgs& args, const kiln::Client& client, const kiln::CompileOptions& options) {
+  auto model = kiln::OnnxModel::from_file(args.file);
+  if (!model.ok()) return fail(model.status());
+  const auto& graph_inputs = model->inputs();
+  std::vector<kiln::Buffer> inputs(graph_inputs.size());
+  std::vector<bool> given(graph_inputs.size(), false);
+  size_t next = 0;
+  for (const std::string& spec : args.inputs) {
+    size_t eq = spec.find('=');
+    size_t index = next;
+    std::string path = spec;
+    if (eq != std::string::npos) {
+      std::string name = spec.substr(0, eq);
+      path = spec.substr(eq + 1);
+      index = graph_inputs.size();
+      for (size_t k = 0; k < graph_inputs.size(); ++k)
+        if (graph_inputs[k].name == name) index = k;
+      if (index == graph_inputs.size()) {
+        std::string names;
+        for (const auto& in : graph_inputs) names += (names.empty() ? "" : ", ") + in.name;
+        return fail(kiln::invalid_argument("--input " + spec + ": the model has no input '" + name +
+                                           "' (its inputs: " + names + ")"));
+      }
+    } else {
+      ++next;
+    }
+    if (index >= graph_inputs.size())
+      return fail(kiln::invalid_argument(std::to_string(args.inputs.size()) +
+                                         " --input files given; the model takes " +
+                                         std::to_string(graph_inputs.size()) + " input(s)"));
+    auto b = read_tensor_file(path);
+    if (!b.ok()) return fail(b.status());
+    auto want = kiln::dtype_of_onnx(graph_inputs[index].element_type);
+    if (!want.ok()) return fail(want.status());
+    if (b->dtype() != *want)
+      return fail(kiln::invalid_argument(
+          path + ": input '" + graph_inputs[index].name + "' is " +
+          kiln::onnx_element_type_name(graph_inputs[index].element_type) + " (" +
+          kiln::dtype_name(*want) + "), the file holds " + kiln::dtype_name(b->dtype())));
+    inputs[index] = *b;
+    given[index] = true;
+  }
+  std::vector<std::vector<int64_t>> shapes;
+  bool any_given = std::find(given.begin(), given.end(), true) != given.end();
+  if (any_given) {
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      if (given[k]) {
+        shapes.push_back(inputs[k].shape());
+      } else {
+        std::vector<int64_t> dims = graph_inputs[k].dims;
+        for (int64_t& d : dims)
+          if (d == kiln::kDynamicDim) d = 1;
+        shapes.push_back(dims);
+      }
+    }
+  }
+  auto resolved = model->resolve_input_shapes(shapes);
+  if (!resolved.ok()) return fail(resolved.status());
+  std::mt19937 rng(42);
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (given[k]) continue;
+    auto dtype = kiln::dtype_of_onnx(graph_inputs[k].element_type);
+    if (!dtype.ok()) return fail(dtype.status());
+    auto b = filled_buffer(kiln::TensorType{*dtype, (*resolved)[k]}, args.fill, rng);
+    if (!b.ok()) return fail(b.status());
+    inputs[k] = *b;
+  }
+  kiln::CompileReport report;
+  auto program = kiln::compile_onnx_or_get_cached(client, *model, *resolved, options, &report);
+  if (!program.ok()) return fail(program.status());
+  std::vector<kiln::Buffer> results;
+  std::vector<double> run_ms;
+  for (int r = 0; r < std::max(1, args.repeat); ++r) {
+    results.clear();
+    auto start = Clock::now();
+    auto out = program->run(inputs);
+    run_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    if (!out.ok()) return fail(out.status());
+    results = std::move(*out);
+  }
+  const auto& exe = program->executable();
+  const auto& t = exe->info().timings;
+  double run_min = *std::min_element(run_ms.begin(), run_ms.end());
+  double run_median = median_of(run_ms);
+  if (args.json) {
+    nlohmann::json out;
+    out["cache"] = report.cache;
+    out["key"] = report.key;
+    out["module"] = exe->info().module_name;
+    out["compiled"] = report.compiled;
+    out["timings_ms"] = {{"key", report.key_ms},
+                         {"retrieval", report.retrieval_ms},
+                         {"compile", report.compile_ms},
+                         {"load", exe->load_ms()},
+                         {"run", run_ms[0]},
+                         {"run_median", run_median},
+                         {"run_min", run_min}};
+    nlohmann::json outputs = nlohmann::json::array();
+    for (size_t i = 0; i < results.size(); ++i) {
+      std::vector<double> head;
+      for (int64_t j = 0; j < std::min<int64_t>(results[i].element_count(), 6); ++j)
+        head.push_back(results[i].element_as_double(j));
+      outputs.push_back({{"name", i < model->outputs().size() ? model->outputs()[i].name : ""},
+                         {"dtype", kiln::dtype_name(results[i].dtype())},
+                         {"shape", results[i].shape()},
+                         {"head", head}});
+    }
+    out["outputs"] = outputs;
+    std::printf("%s\n", out.dump().c_str());
+  }
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (!args.json) {
+      std::string name = i < model->outputs().size() ? model->outputs()[i].name : "";
+      std::cout << "result " << i << " (" << name << "): " << summarize(results[i]) << "\n";
+    }
+    if (i < args.outputs.size()) {
+      kiln::Status s = kiln::write_npy(args.outputs[i], results[i]);
+      if (!s.ok()) return fail(s);
+    }
+  }
+  if (args.json) return 0;
+  print_cache_line(report, false);
+  if (report.compiled)
+    std::printf("time: parse %.2f ms, passes %.2f ms, llvm %.2f ms, codegen %.2f ms, ", t.parse_ms,
+                t.passes_ms, t.llvm_ms, t.codegen_ms);
+  else
+    std::printf("time: no compile, ");
+  std::printf("load %.2f ms, run %.3f ms", exe->load_ms(), run_ms[0]);
+  if (args.repeat > 1)
+    std::printf(" (%d runs: median %.3f ms, min %.3f ms)", args.repeat, run_median, run_min);
+  std::printf("\n");
+  return 0;
+}
+
+bool is_onnx_file(const std::string& path) {
+  if (path.size() > 5 && path.compare(path.size() - 5, 5, ".onnx") == 0) return true;
+  std::ifstream file(path, std::ios::binary);
+  char first = 0;
+  return file.get(first) && kiln::looks_like_onnx(std::string_view(&first, 1));
+}
+
 int run_command(const RunArgs& args) {
   auto client = make_client(args);
   if (!client.ok()) return fail(client.status());
@@ -326,6 +494,12 @@ int run_command(const RunArgs& args) {
   options->num_replicas = std::max(1, args.replicas);
   if (args.no_cache) (void)kiln::config::set("KILN_ENABLE_COMPILATION_CACHE", "false");
   if (args.expect_pgle) (void)kiln::config::set("KILN_COMPILATION_CACHE_EXPECT_PGLE", "true");
+  if (is_onnx_file(args.file)) {
+    if (args.pgle || options->num_replicas > 1 || !args.entry.empty())
+      return fail(kiln::invalid_argument(
+          "--pgle, --replicas and -e are not supported for ONNX models yet: " + args.file));
+    return run_onnx(args, **client, *options);
+  }
   bool loaded_compiled = false;
   kiln::CompileReport report;
   std::unique_ptr<kiln::ProfileGuidedProgram> program;
@@ -451,21 +625,7 @@ int run_command(const RunArgs& args) {
     }
   }
   if (args.json) return 0;
-  if (loaded_compiled) {
-    std::printf("cache: off (ran a compiled executable file)\n");
-  } else if (report.cache == "hit") {
-    std::printf("cache: hit%s, key %s (%.2f ms key, %.2f ms retrieval)\n",
-                report.from_memory ? " (memory)" : "", report.key.c_str(), report.key_ms,
-                report.retrieval_ms);
-  } else if (report.shared == "follower") {
-    std::printf("cache: miss, key %s; loaded the executable the job's leader compiled\n",
-                report.key.c_str());
-  } else {
-    std::printf(
-        "cache: %s%s%s\n", report.cache.c_str(),
-        report.key.empty() ? "" : (", key " + report.key).c_str(),
-        report.skipped_write.empty() ? "" : ("; not stored: " + report.skipped_write).c_str());
-  }
+  print_cache_line(report, loaded_compiled);
   if (!compiled_now) {
     std::printf("time: no compile, load %.2f ms, run %.3f ms", (*exe)->load_ms(), first_run_ms);
   } else {

@@ -179,6 +179,32 @@ Result<cpu::CompiledModule> compile_module(const Client& client, const ModuleSou
 const char* kiln_version() { return KILN_VERSION; }
 const char* llvm_version() { return KILN_LLVM_VERSION; }
 
+struct ModuleSource::Lazy {
+  std::once_flag once;
+  std::function<Result<std::string>()> produce;
+  Result<std::string> text = internal_error("not produced");
+};
+
+ModuleSource ModuleSource::produced_by(std::string identity, std::string name,
+                                       std::function<Result<std::string>()> produce) {
+  ModuleSource source;
+  source.bytes = std::move(identity);
+  source.name = std::move(name);
+  source.lazy = std::make_shared<Lazy>();
+  source.lazy->produce = std::move(produce);
+  return source;
+}
+
+Result<ModuleSource> ModuleSource::mlir() const {
+  if (!lazy) return *this;
+  std::call_once(lazy->once, [&] { lazy->text = lazy->produce(); });
+  if (!lazy->text.ok()) return lazy->text.status();
+  ModuleSource out;
+  out.bytes = *lazy->text;
+  out.name = name;
+  return out;
+}
+
 Result<ModuleSource> ModuleSource::from_file(const std::string& path) {
   ModuleSource source;
   KILN_ASSIGN_OR_RETURN(source.bytes, read_file(path));
@@ -244,8 +270,9 @@ const std::string& Client::platform_version() const {
   return platform_version_;
 }
 
-Result<CanonicalModule> Client::canonicalize(const ModuleSource& source,
+Result<CanonicalModule> Client::canonicalize(const ModuleSource& lazy_source,
                                              bool keep_locations) const {
+  KILN_ASSIGN_OR_RETURN(ModuleSource source, lazy_source.mlir());
   KILN_ASSIGN_OR_RETURN(cpu::ModuleCompiler * compiler, module_compiler());
   return compiler->canonicalize(source, keep_locations);
 }
@@ -271,8 +298,9 @@ std::vector<Device> Client::local_devices() const {
   return out;
 }
 
-Result<std::string> Client::compile_serialized(const ModuleSource& source,
+Result<std::string> Client::compile_serialized(const ModuleSource& lazy_source,
                                                const CompileOptions& options) const {
+  KILN_ASSIGN_OR_RETURN(ModuleSource source, lazy_source.mlir());
   if (compile_only_ && options.target.is_host()) {
     // The seed's rule: a real client of the same platform version and device count compiles
     // instead (it could measure), unless the module has host callbacks. The code is the same.
@@ -328,8 +356,9 @@ Result<std::vector<int>> Client::replica_devices(const CompileOptions& options) 
   return devices;
 }
 
-Result<std::shared_ptr<Executable>> Client::compile(const ModuleSource& source,
+Result<std::shared_ptr<Executable>> Client::compile(const ModuleSource& lazy_source,
                                                     const CompileOptions& options) const {
+  KILN_ASSIGN_OR_RETURN(ModuleSource source, lazy_source.mlir());
   if (compile_only_)
     return unimplemented("the compile-only client for " + target_.triple + "/" + target_.cpu +
                          " loads nothing; use compile_serialized or "

@@ -1,0 +1,578 @@
+// The runtime's view of an ONNX model, read straight from protobuf's wire format: the interface,
+// the bound weights and the structure digest. No protobuf or libonnx here (a warm cache hit must
+// not load them); the importer (src/onnx_import) reads the model with the real protobuf classes.
+#include <cstring>
+#include <fstream>
+
+#include "core/digest.h"
+#include "kiln/file.h"
+#include "kiln/onnx.h"
+
+namespace kiln {
+namespace {
+
+// Field numbers of onnx.proto (IR version 8) that kiln reads.
+namespace field {
+constexpr uint32_t kModelIrVersion = 1, kModelGraph = 7, kModelOpsetImport = 8;
+constexpr uint32_t kOpsetDomain = 1, kOpsetVersion = 2;
+constexpr uint32_t kGraphNode = 1, kGraphInitializer = 5, kGraphInput = 11, kGraphOutput = 12,
+                   kGraphSparseInitializer = 15;
+constexpr uint32_t kNodeOpType = 4, kNodeDomain = 7;
+constexpr uint32_t kValueName = 1, kValueType = 2;
+constexpr uint32_t kTypeTensor = 1;
+constexpr uint32_t kTensorTypeElemType = 1, kTensorTypeShape = 2;
+constexpr uint32_t kShapeDim = 1, kDimValue = 1, kDimParam = 2;
+constexpr uint32_t kTensorDims = 1, kTensorDataType = 2, kTensorFloatData = 4, kTensorInt32Data = 5,
+                   kTensorInt64Data = 7, kTensorName = 8, kTensorRawData = 9,
+                   kTensorDoubleData = 10, kTensorUint64Data = 11, kTensorExternalData = 13,
+                   kTensorDataLocation = 14;
+constexpr uint32_t kEntryKey = 1, kEntryValue = 2;
+}  // namespace field
+
+constexpr int kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5;
+
+// One protobuf message's fields, in order. Any malformed byte sequence makes ok() false.
+class WireReader {
+ public:
+  WireReader(std::string_view bytes, size_t base = 0) : bytes_(bytes), base_(base) {}
+
+  // Advances to the next field; false at the end or on malformed input.
+  bool next() {
+    if (pos_ >= bytes_.size() || !ok_) return false;
+    field_start_ = pos_;
+    uint64_t tag;
+    if (!varint(&tag)) return fail();
+    number_ = static_cast<uint32_t>(tag >> 3);
+    wire_type_ = static_cast<int>(tag & 7);
+    if (number_ == 0) return fail();
+    switch (wire_type_) {
+      case kVarint:
+        if (!varint(&value_)) return fail();
+        break;
+      case kFixed64:
+        if (bytes_.size() - pos_ < 8) return fail();
+        payload_ = bytes_.substr(pos_, 8);
+        pos_ += 8;
+        break;
+      case kFixed32:
+        if (bytes_.size() - pos_ < 4) return fail();
+        payload_ = bytes_.substr(pos_, 4);
+        pos_ += 4;
+        break;
+      case kLengthDelimited: {
+        uint64_t length;
+        if (!varint(&length) || length > bytes_.size() - pos_) return fail();
+        payload_offset_ = pos_;
+        payload_ = bytes_.substr(pos_, length);
+        pos_ += length;
+        break;
+      }
+      default:
+        return fail();
+    }
+    return true;
+  }
+  bool ok() const { return ok_; }
+  uint32_t number() const { return number_; }
+  int wire_type() const { return wire_type_; }
+  uint64_t value() const { return value_; }
+  std::string_view payload() const { return payload_; }
+  // Offsets in the whole file.
+  size_t field_begin() const { return base_ + field_start_; }
+  size_t field_end() const { return base_ + pos_; }
+  size_t payload_begin() const { return base_ + payload_offset_; }
+  WireReader nested() const { return WireReader(payload_, payload_begin()); }
+
+  // Repeated int64 field, packed or not.
+  bool append_int64s(std::vector<int64_t>* out) {
+    if (wire_type_ == kVarint) {
+      out->push_back(static_cast<int64_t>(value_));
+      return true;
+    }
+    if (wire_type_ != kLengthDelimited) return fail();
+    WireReader packed(payload_);
+    while (packed.pos_ < packed.bytes_.size()) {
+      uint64_t v;
+      if (!packed.varint(&v)) return fail();
+      out->push_back(static_cast<int64_t>(v));
+    }
+    return true;
+  }
+
+ private:
+  bool varint(uint64_t* out) {
+    uint64_t result = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (pos_ >= bytes_.size()) return false;
+      uint8_t byte = static_cast<uint8_t>(bytes_[pos_++]);
+      result |= uint64_t(byte & 0x7f) << shift;
+      if (!(byte & 0x80)) {
+        *out = result;
+        return true;
+      }
+    }
+    return false;
+  }
+  bool fail() {
+    ok_ = false;
+    return false;
+  }
+  std::string_view bytes_;
+  size_t base_ = 0, pos_ = 0, field_start_ = 0, payload_offset_ = 0;
+  uint32_t number_ = 0;
+  int wire_type_ = 0;
+  uint64_t value_ = 0;
+  std::string_view payload_;
+  bool ok_ = true;
+};
+
+Status malformed(const std::string& name, const std::string& what) {
+  return invalid_argument(name + ": error: not a valid ONNX model (" + what +
+                          "); is the file complete? re-export it");
+}
+
+Result<OnnxValueInfo> read_value_info(WireReader reader, const std::string& model) {
+  OnnxValueInfo info;
+  while (reader.next()) {
+    if (reader.number() == field::kValueName && reader.wire_type() == kLengthDelimited) {
+      info.name = std::string(reader.payload());
+    } else if (reader.number() == field::kValueType && reader.wire_type() == kLengthDelimited) {
+      WireReader type = reader.nested();
+      while (type.next()) {
+        if (type.number() != field::kTypeTensor || type.wire_type() != kLengthDelimited) continue;
+        WireReader tensor = type.nested();
+        while (tensor.next()) {
+          if (tensor.number() == field::kTensorTypeElemType && tensor.wire_type() == kVarint) {
+            info.element_type = static_cast<int32_t>(tensor.value());
+          } else if (tensor.number() == field::kTensorTypeShape &&
+                     tensor.wire_type() == kLengthDelimited) {
+            info.has_shape = true;
+            WireReader shape = tensor.nested();
+            while (shape.next()) {
+              if (shape.number() != field::kShapeDim || shape.wire_type() != kLengthDelimited)
+                continue;
+              int64_t value = kDynamicDim;
+              std::string param;
+              WireReader dim = shape.nested();
+              while (dim.next()) {
+                if (dim.number() == field::kDimValue && dim.wire_type() == kVarint)
+                  value = static_cast<int64_t>(dim.value());
+                else if (dim.number() == field::kDimParam && dim.wire_type() == kLengthDelimited)
+                  param = std::string(dim.payload());
+              }
+              if (!dim.ok()) return malformed(model, "bad dimension of '" + info.name + "'");
+              if (value < 0) value = kDynamicDim;
+              info.dims.push_back(value);
+              info.dim_params.push_back(param);
+            }
+            if (!shape.ok()) return malformed(model, "bad shape of '" + info.name + "'");
+          }
+        }
+        if (!tensor.ok()) return malformed(model, "bad type of '" + info.name + "'");
+      }
+      if (!type.ok()) return malformed(model, "bad type of '" + info.name + "'");
+    }
+  }
+  if (!reader.ok()) return malformed(model, "bad value info");
+  return info;
+}
+
+bool is_payload_field(uint32_t number) {
+  switch (number) {
+    case field::kTensorFloatData:
+    case field::kTensorInt32Data:
+    case field::kTensorInt64Data:
+    case field::kTensorRawData:
+    case field::kTensorDoubleData:
+    case field::kTensorUint64Data:
+    case field::kTensorExternalData:
+    case field::kTensorDataLocation:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool safe_relative_path(const std::string& path) {
+  if (path.empty() || path[0] == '/' || path.find('\0') != std::string::npos) return false;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    if (path.compare(start, end - start, "..") == 0) return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string onnx_element_type_name(int32_t type) {
+  switch (static_cast<OnnxElementType>(type)) {
+    case OnnxElementType::kFloat:
+      return "float";
+    case OnnxElementType::kUint8:
+      return "uint8";
+    case OnnxElementType::kInt8:
+      return "int8";
+    case OnnxElementType::kUint16:
+      return "uint16";
+    case OnnxElementType::kInt16:
+      return "int16";
+    case OnnxElementType::kInt32:
+      return "int32";
+    case OnnxElementType::kInt64:
+      return "int64";
+    case OnnxElementType::kString:
+      return "string";
+    case OnnxElementType::kBool:
+      return "bool";
+    case OnnxElementType::kFloat16:
+      return "float16";
+    case OnnxElementType::kDouble:
+      return "double";
+    case OnnxElementType::kUint32:
+      return "uint32";
+    case OnnxElementType::kUint64:
+      return "uint64";
+    case OnnxElementType::kBfloat16:
+      return "bfloat16";
+    default:
+      return "type " + std::to_string(type);
+  }
+}
+
+Result<DType> dtype_of_onnx(int32_t type) {
+  switch (static_cast<OnnxElementType>(type)) {
+    case OnnxElementType::kFloat:
+      return DType::kF32;
+    case OnnxElementType::kDouble:
+      return DType::kF64;
+    case OnnxElementType::kInt8:
+      return DType::kI8;
+    case OnnxElementType::kInt16:
+      return DType::kI16;
+    case OnnxElementType::kInt32:
+      return DType::kI32;
+    case OnnxElementType::kInt64:
+      return DType::kI64;
+    case OnnxElementType::kBool:
+      return DType::kI1;
+    default:
+      return unimplemented("ONNX element type " + onnx_element_type_name(type) +
+                           " is not supported by kiln (float, double, int8/16/32/64 and bool are)");
+  }
+}
+
+bool onnx_initializer_is_bound(int32_t element_type, int64_t element_count) {
+  bool floating = element_type == int32_t(OnnxElementType::kFloat) ||
+                  element_type == int32_t(OnnxElementType::kDouble);
+  return floating && element_count >= 16;
+}
+
+Result<OnnxModel> OnnxModel::from_file(const std::string& path) {
+  KILN_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
+  size_t slash = path.rfind('/');
+  std::string directory = slash == std::string::npos ? "." : path.substr(0, slash);
+  return from_bytes(std::move(bytes), path, directory.empty() ? "/" : directory);
+}
+
+Result<OnnxModel> OnnxModel::from_bytes(std::string bytes, std::string name,
+                                        std::string directory) {
+  OnnxModel model;
+  model.name_ = std::move(name);
+  model.directory_ = std::move(directory);
+  model.bytes_ = std::make_shared<const std::string>(std::move(bytes));
+  const std::string& all = *model.bytes_;
+  if (all.empty()) return malformed(model.name_, "the file is empty");
+
+  // Byte ranges of bound weights' values: left out of the structure digest.
+  std::vector<std::pair<size_t, size_t>> excluded;
+  std::vector<OnnxValueInfo> graph_inputs;
+  std::vector<std::string> initializer_names;
+  bool have_graph = false;
+  WireReader top(all);
+  while (top.next()) {
+    if (top.number() == field::kModelIrVersion && top.wire_type() == kVarint) {
+      model.ir_version_ = static_cast<int64_t>(top.value());
+    } else if (top.number() == field::kModelOpsetImport && top.wire_type() == kLengthDelimited) {
+      std::string domain;
+      int64_t version = 0;
+      WireReader opset = top.nested();
+      while (opset.next()) {
+        if (opset.number() == field::kOpsetDomain && opset.wire_type() == kLengthDelimited)
+          domain = std::string(opset.payload());
+        else if (opset.number() == field::kOpsetVersion && opset.wire_type() == kVarint)
+          version = static_cast<int64_t>(opset.value());
+      }
+      if (!opset.ok()) return malformed(model.name_, "bad opset_import");
+      if (domain == "ai.onnx") domain = "";
+      model.opsets_[domain] = version;
+    } else if (top.number() == field::kModelGraph && top.wire_type() == kLengthDelimited) {
+      have_graph = true;
+      WireReader graph = top.nested();
+      while (graph.next()) {
+        uint32_t n = graph.number();
+        if (graph.wire_type() != kLengthDelimited) continue;
+        if (n == field::kGraphNode) {
+          std::string op_type, domain;
+          WireReader node = graph.nested();
+          while (node.next()) {
+            if (node.wire_type() != kLengthDelimited) continue;
+            if (node.number() == field::kNodeOpType) op_type = std::string(node.payload());
+            if (node.number() == field::kNodeDomain) domain = std::string(node.payload());
+          }
+          if (!node.ok()) return malformed(model.name_, "bad node");
+          if (domain == "ai.onnx") domain = "";
+          model.op_counts_[domain.empty() ? op_type : domain + "." + op_type]++;
+        } else if (n == field::kGraphInput || n == field::kGraphOutput) {
+          KILN_ASSIGN_OR_RETURN(OnnxValueInfo info, read_value_info(graph.nested(), model.name_));
+          (n == field::kGraphInput ? graph_inputs : model.outputs_).push_back(std::move(info));
+        } else if (n == field::kGraphSparseInitializer) {
+          return unimplemented(model.name_ +
+                               ": error: sparse initializers are not supported; store them dense");
+        } else if (n == field::kGraphInitializer) {
+          OnnxWeight weight;
+          WeightPayload payload;
+          std::vector<std::pair<size_t, size_t>> payload_ranges;
+          bool external = false;
+          WireReader tensor = graph.nested();
+          while (tensor.next()) {
+            uint32_t t = tensor.number();
+            if (is_payload_field(t))
+              payload_ranges.push_back({tensor.field_begin(), tensor.field_end()});
+            if (t == field::kTensorDims) {
+              if (!tensor.append_int64s(&weight.dims)) break;
+            } else if (t == field::kTensorDataType && tensor.wire_type() == kVarint) {
+              weight.element_type = static_cast<int32_t>(tensor.value());
+            } else if (t == field::kTensorName && tensor.wire_type() == kLengthDelimited) {
+              weight.name = std::string(tensor.payload());
+            } else if ((t == field::kTensorRawData || t == field::kTensorFloatData ||
+                        t == field::kTensorDoubleData) &&
+                       tensor.wire_type() == kLengthDelimited) {
+              payload.offset = tensor.payload_begin();
+              payload.size = tensor.payload().size();
+            } else if ((t == field::kTensorFloatData || t == field::kTensorDoubleData) &&
+                       (tensor.wire_type() == kFixed32 || tensor.wire_type() == kFixed64)) {
+              payload.packed = false;  // one element per field: rare, decoded on demand
+            } else if (t == field::kTensorDataLocation && tensor.wire_type() == kVarint) {
+              external = tensor.value() == 1;
+            } else if (t == field::kTensorExternalData && tensor.wire_type() == kLengthDelimited) {
+              std::string key, value;
+              WireReader entry = tensor.nested();
+              while (entry.next()) {
+                if (entry.wire_type() != kLengthDelimited) continue;
+                if (entry.number() == field::kEntryKey) key = std::string(entry.payload());
+                if (entry.number() == field::kEntryValue) value = std::string(entry.payload());
+              }
+              if (key == "location") payload.external_location = value;
+              if (key == "offset") payload.external_offset = std::atoll(value.c_str());
+              if (key == "length") payload.external_length = std::atoll(value.c_str());
+            }
+          }
+          if (!tensor.ok()) return malformed(model.name_, "bad initializer '" + weight.name + "'");
+          initializer_names.push_back(weight.name);
+          int64_t count = 1;
+          for (int64_t d : weight.dims) {
+            if (d < 0 || (d > 0 && count > (int64_t(1) << 50) / d))
+              return malformed(model.name_, "initializer '" + weight.name + "' has bad dimensions");
+            count *= d;
+          }
+          if (!onnx_initializer_is_bound(weight.element_type, count)) continue;
+          if (!payload.packed)
+            return unimplemented(model.name_ + ": error: initializer '" + weight.name +
+                                 "' stores its values unpacked; re-save the model");
+          if (external) {
+            if (!safe_relative_path(payload.external_location))
+              return invalid_argument(model.name_ + ": error: initializer '" + weight.name +
+                                      "' names external data '" + payload.external_location +
+                                      "' outside the model's directory");
+          } else {
+            payload.external_location.clear();
+          }
+          excluded.insert(excluded.end(), payload_ranges.begin(), payload_ranges.end());
+          model.weights_.push_back(std::move(weight));
+          model.payloads_.push_back(std::move(payload));
+        }
+      }
+      if (!graph.ok()) return malformed(model.name_, "bad graph");
+    }
+  }
+  if (!top.ok()) return malformed(model.name_, "bad protobuf framing at the top level");
+  if (!have_graph) return malformed(model.name_, "no graph");
+  for (OnnxValueInfo& input : graph_inputs) {
+    bool is_initializer = false;
+    for (const std::string& n : initializer_names) is_initializer |= n == input.name;
+    if (!is_initializer) model.inputs_.push_back(std::move(input));
+  }
+
+  Sha256 digest;
+  digest.update_framed("onnx-structure-v1");
+  size_t at = 0;
+  for (auto [begin, end] : excluded) {
+    digest.update_framed(std::string_view(all).substr(at, begin - at));
+    digest.update_framed("<bound weight values>");
+    at = end;
+  }
+  digest.update_framed(std::string_view(all).substr(at));
+  model.structure_digest_ = digest.hex();
+  return model;
+}
+
+Result<Buffer> OnnxModel::read_weight(size_t index) const {
+  const OnnxWeight& weight = weights_.at(index);
+  const WeightPayload& payload = payloads_.at(index);
+  KILN_ASSIGN_OR_RETURN(DType dtype, dtype_of_onnx(weight.element_type));
+  KILN_ASSIGN_OR_RETURN(Buffer buffer, Buffer::allocate(dtype, weight.dims));
+  size_t want = buffer.byte_size();
+  if (!payload.external_location.empty()) {
+    std::string path = directory_ + "/" + payload.external_location;
+    std::ifstream file(path, std::ios::binary);
+    if (!file)
+      return not_found(name_ + ": error: the external data file '" + path + "' of initializer '" +
+                       weight.name + "' cannot be opened; keep it next to the model");
+    size_t length = payload.external_length < 0 ? want : size_t(payload.external_length);
+    if (length != want)
+      return invalid_argument(name_ + ": error: initializer '" + weight.name + "' has " +
+                              std::to_string(length) + " bytes of external data, needs " +
+                              std::to_string(want));
+    file.seekg(payload.external_offset);
+    file.read(static_cast<char*>(buffer.data()), std::streamsize(want));
+    if (size_t(file.gcount()) != want)
+      return invalid_argument(name_ + ": error: the external data file '" + path +
+                              "' is too short for initializer '" + weight.name + "'");
+    return buffer;
+  }
+  if (payload.size != want)
+    return invalid_argument(name_ + ": error: initializer '" + weight.name + "' holds " +
+                            std::to_string(payload.size) + " bytes, its type and shape need " +
+                            std::to_string(want) + "; the model is damaged");
+  if (want) std::memcpy(buffer.data(), bytes_->data() + payload.offset, want);
+  return buffer;
+}
+
+Result<Buffer> decode_onnx_tensor(std::string_view bytes, const std::string& name) {
+  std::vector<int64_t> dims;
+  int32_t element_type = 0;
+  std::string_view raw;
+  bool have_raw = false;
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+  WireReader tensor(bytes);
+  while (tensor.next()) {
+    uint32_t t = tensor.number();
+    int w = tensor.wire_type();
+    if (t == field::kTensorDims) {
+      if (!tensor.append_int64s(&dims)) break;
+    } else if (t == field::kTensorDataType && w == kVarint) {
+      element_type = static_cast<int32_t>(tensor.value());
+    } else if (t == field::kTensorRawData && w == kLengthDelimited) {
+      raw = tensor.payload();
+      have_raw = true;
+    } else if ((t == field::kTensorInt32Data || t == field::kTensorInt64Data) &&
+               (w == kVarint || w == kLengthDelimited)) {
+      if (!tensor.append_int64s(&ints)) break;
+    } else if (t == field::kTensorFloatData && w == kLengthDelimited) {
+      for (size_t k = 0; k + 4 <= tensor.payload().size(); k += 4) {
+        float f;
+        std::memcpy(&f, tensor.payload().data() + k, 4);
+        floats.push_back(f);
+      }
+    } else if (t == field::kTensorDoubleData && w == kLengthDelimited) {
+      for (size_t k = 0; k + 8 <= tensor.payload().size(); k += 8) {
+        double d;
+        std::memcpy(&d, tensor.payload().data() + k, 8);
+        floats.push_back(d);
+      }
+    } else if (t == field::kTensorDataLocation && w == kVarint && tensor.value() == 1) {
+      return unimplemented(name + ": error: a tensor with external data cannot be read here");
+    }
+  }
+  if (!tensor.ok()) return malformed(name, "bad TensorProto framing");
+  for (int64_t d : dims)
+    if (d < 0) return malformed(name, "negative dimension");
+  KILN_ASSIGN_OR_RETURN(DType dtype, dtype_of_onnx(element_type));
+  KILN_ASSIGN_OR_RETURN(Buffer buffer, Buffer::allocate(dtype, dims));
+  size_t want = buffer.byte_size();
+  int64_t n = buffer.element_count();
+  if (have_raw) {
+    if (raw.size() != want)
+      return malformed(name, "raw_data holds " + std::to_string(raw.size()) +
+                                 " bytes, the shape needs " + std::to_string(want));
+    if (want) std::memcpy(buffer.data(), raw.data(), want);
+    return buffer;
+  }
+  bool floating = dtype == DType::kF32 || dtype == DType::kF64;
+  size_t have = floating ? floats.size() : ints.size();
+  if (have != size_t(n))
+    return malformed(name, std::to_string(have) + " values for " + std::to_string(n) + " elements");
+  for (int64_t k = 0; k < n; ++k) {
+    switch (dtype) {
+      case DType::kF32:
+        buffer.as<float>()[k] = float(floats[k]);
+        break;
+      case DType::kF64:
+        buffer.as<double>()[k] = floats[k];
+        break;
+      case DType::kI1:
+        buffer.as<uint8_t>()[k] = ints[k] != 0;
+        break;
+      case DType::kI8:
+        buffer.as<int8_t>()[k] = int8_t(ints[k]);
+        break;
+      case DType::kI16:
+        buffer.as<int16_t>()[k] = int16_t(ints[k]);
+        break;
+      case DType::kI32:
+        buffer.as<int32_t>()[k] = int32_t(ints[k]);
+        break;
+      case DType::kI64:
+        buffer.as<int64_t>()[k] = ints[k];
+        break;
+    }
+  }
+  return buffer;
+}
+
+Result<Buffer> read_onnx_tensor_file(const std::string& path) {
+  KILN_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
+  return decode_onnx_tensor(bytes, path);
+}
+
+Result<std::vector<std::vector<int64_t>>> OnnxModel::resolve_input_shapes(
+    const std::vector<std::vector<int64_t>>& given) const {
+  if (!given.empty() && given.size() != inputs_.size())
+    return invalid_argument(name_ + ": the model has " + std::to_string(inputs_.size()) +
+                            " inputs, " + std::to_string(given.size()) + " were given");
+  std::vector<std::vector<int64_t>> shapes;
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    const OnnxValueInfo& input = inputs_[i];
+    if (!input.has_shape && given.empty())
+      return invalid_argument(name_ + ": input '" + input.name +
+                              "' has no shape in the model; pass it with --input");
+    if (given.empty()) {
+      std::vector<int64_t> shape = input.dims;
+      for (int64_t& d : shape)
+        if (d == kDynamicDim) d = 1;
+      shapes.push_back(shape);
+      continue;
+    }
+    const std::vector<int64_t>& g = given[i];
+    if (input.has_shape) {
+      if (g.size() != input.dims.size())
+        return invalid_argument(name_ + ": input '" + input.name + "' has rank " +
+                                std::to_string(input.dims.size()) + ", the value given has rank " +
+                                std::to_string(g.size()) + " (shape " + shape_to_string(g) + ")");
+      for (size_t d = 0; d < g.size(); ++d) {
+        if (input.dims[d] != kDynamicDim && input.dims[d] != g[d])
+          return invalid_argument(name_ + ": input '" + input.name + "' dimension " +
+                                  std::to_string(d) + " is " + std::to_string(input.dims[d]) +
+                                  ", the value given has " + std::to_string(g[d]));
+      }
+    }
+    shapes.push_back(g);
+  }
+  return shapes;
+}
+
+}  // namespace kiln

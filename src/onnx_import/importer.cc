@@ -1,0 +1,2286 @@
+// ONNX ModelProto → MLIR text in the dialects kiln compiles (linalg, tensor, arith, math). Shapes
+// are static: the caller fixes every input's shape, and the importer propagates shapes itself, so
+// every tensor type is known and shape arithmetic (Shape → Gather → Concat → Reshape chains) folds
+// to constants here. Bound weights (onnx_initializer_is_bound) become function arguments and their
+// values are never read; everything else an op needs at import time must be a constant.
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "kiln/onnx.h"
+#include "onnx/onnx_pb.h"
+#include "onnx_import/onnx_import_interface.h"
+
+namespace kiln::onnx_import {
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+int64_t product(const Shape& shape, size_t from = 0, size_t to = SIZE_MAX) {
+  int64_t n = 1;
+  for (size_t i = from; i < std::min(to, shape.size()); ++i) n *= shape[i];
+  return n;
+}
+
+bool is_float_type(const std::string& elem) { return elem[0] == 'f'; }
+
+std::string tensor_type(const std::string& elem, const Shape& shape) {
+  std::string out = "tensor<";
+  for (int64_t d : shape) out += std::to_string(d) + "x";
+  return out + elem + ">";
+}
+
+// A value of the graph: an SSA tensor in the function, a host constant, or both.
+struct Value {
+  std::string ssa;   // "" for a constant not yet materialised
+  std::string elem;  // "f32", "f64", "i64", "i32", "i16", "i8", "i1"
+  Shape shape;
+  bool is_const = false;
+  std::vector<double> f;   // floating constants, row-major
+  std::vector<int64_t> i;  // integer and bool constants, row-major
+  int64_t count() const { return product(shape); }
+  std::string type() const { return tensor_type(elem, shape); }
+  double as_double(int64_t k) const { return is_float_type(elem) ? f[k] : double(i[k]); }
+  int64_t as_int(int64_t k) const { return is_float_type(elem) ? int64_t(f[k]) : i[k]; }
+};
+
+struct ImportError {
+  std::string message;
+};
+[[noreturn]] void fail(const std::string& message) { throw ImportError{message}; }
+
+Result<std::string> elem_of_onnx(int32_t type) {
+  switch (static_cast<OnnxElementType>(type)) {
+    case OnnxElementType::kFloat:
+      return std::string("f32");
+    case OnnxElementType::kDouble:
+      return std::string("f64");
+    case OnnxElementType::kInt64:
+      return std::string("i64");
+    case OnnxElementType::kInt32:
+      return std::string("i32");
+    case OnnxElementType::kInt16:
+      return std::string("i16");
+    case OnnxElementType::kInt8:
+      return std::string("i8");
+    case OnnxElementType::kBool:
+      return std::string("i1");
+    default:
+      return unimplemented("element type " + onnx_element_type_name(type) + " is not supported");
+  }
+}
+
+std::string elem_or_fail(int32_t type, const std::string& where) {
+  auto e = elem_of_onnx(type);
+  if (!e.ok()) fail(where + ": " + e.status().message());
+  return *e;
+}
+
+int bit_width(const std::string& elem) { return std::stoi(elem.substr(1)); }
+
+// Exact MLIR spelling of a scalar constant of `elem`.
+std::string scalar_literal(const std::string& elem, double value) {
+  char buf[64];
+  if (elem == "f32") {
+    float v = float(value);
+    uint32_t bits;
+    std::memcpy(&bits, &v, 4);
+    std::snprintf(buf, sizeof buf, "0x%08" PRIX32, bits);
+    return buf;
+  }
+  if (elem == "f64") {
+    uint64_t bits;
+    std::memcpy(&bits, &value, 8);
+    std::snprintf(buf, sizeof buf, "0x%016" PRIX64, bits);
+    return buf;
+  }
+  if (elem == "i1") return value != 0 ? "true" : "false";
+  return std::to_string(int64_t(value));
+}
+
+// Reads a TensorProto's values (raw_data or the typed fields) as host data.
+Value tensor_value(const onnx::TensorProto& t, const std::string& where) {
+  Value v;
+  v.is_const = true;
+  v.elem = elem_or_fail(t.data_type(), where);
+  for (int64_t d : t.dims()) v.shape.push_back(d);
+  int64_t n = product(v.shape);
+  if (t.data_location() == onnx::TensorProto::EXTERNAL)
+    fail(where + ": an external-data tensor kiln needs the values of at import time");
+  const std::string& raw = t.raw_data();
+  bool has_raw = t.has_raw_data();
+  auto need = [&](size_t width) {
+    if (has_raw && raw.size() != size_t(n) * width)
+      fail(where + ": raw_data holds " + std::to_string(raw.size()) + " bytes, the shape needs " +
+           std::to_string(size_t(n) * width));
+  };
+  if (is_float_type(v.elem)) {
+    v.f.resize(n);
+    if (v.elem == "f32") {
+      need(4);
+      if (!has_raw && t.float_data_size() != n) fail(where + ": wrong number of float values");
+      for (int64_t k = 0; k < n; ++k) {
+        float x;
+        if (has_raw)
+          std::memcpy(&x, raw.data() + 4 * k, 4);
+        else
+          x = t.float_data(int(k));
+        v.f[k] = x;
+      }
+    } else {
+      need(8);
+      if (!has_raw && t.double_data_size() != n) fail(where + ": wrong number of double values");
+      for (int64_t k = 0; k < n; ++k) {
+        double x;
+        if (has_raw)
+          std::memcpy(&x, raw.data() + 8 * k, 8);
+        else
+          x = t.double_data(int(k));
+        v.f[k] = x;
+      }
+    }
+    return v;
+  }
+  v.i.resize(n);
+  int width = v.elem == "i1" ? 8 : bit_width(v.elem);
+  need(size_t(width / 8));
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t x = 0;
+    if (has_raw) {
+      if (width == 64) {
+        int64_t y;
+        std::memcpy(&y, raw.data() + 8 * k, 8);
+        x = y;
+      }
+      if (width == 32) {
+        int32_t y;
+        std::memcpy(&y, raw.data() + 4 * k, 4);
+        x = y;
+      }
+      if (width == 16) {
+        int16_t y;
+        std::memcpy(&y, raw.data() + 2 * k, 2);
+        x = y;
+      }
+      if (width == 8) {
+        int8_t y;
+        std::memcpy(&y, raw.data() + k, 1);
+        x = y;
+      }
+    } else if (v.elem == "i64") {
+      if (t.int64_data_size() != n) fail(where + ": wrong number of int64 values");
+      x = t.int64_data(int(k));
+    } else {
+      if (t.int32_data_size() != n) fail(where + ": wrong number of integer values");
+      x = t.int32_data(int(k));
+    }
+    v.i[k] = v.elem == "i1" ? (x != 0) : x;
+  }
+  return v;
+}
+
+Shape broadcast_shapes(const std::vector<Shape>& shapes, const std::string& where) {
+  size_t rank = 0;
+  for (const Shape& s : shapes) rank = std::max(rank, s.size());
+  Shape out(rank, 1);
+  for (const Shape& s : shapes) {
+    for (size_t k = 0; k < s.size(); ++k) {
+      int64_t& o = out[rank - s.size() + k];
+      int64_t d = s[k];
+      if (d == o || d == 1) continue;
+      if (o == 1) {
+        o = d;
+        continue;
+      }
+      std::string text;
+      for (const Shape& t : shapes) text += (text.empty() ? "" : " and ") + shape_to_string(t);
+      fail(where + ": shapes " + text + " do not broadcast");
+    }
+  }
+  return out;
+}
+
+int64_t normalize_axis(int64_t axis, int64_t rank, const std::string& where) {
+  if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
+    fail(where + ": axis " + std::to_string(axis) + " is out of range for rank " +
+         std::to_string(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+class Importer {
+ public:
+  Importer(const onnx::ModelProto& model, const ImportRequest& request)
+      : model_(model), request_(request) {
+    for (const auto& opset : model.opset_import())
+      if (opset.domain().empty() || opset.domain() == "ai.onnx") opset_ = opset.version();
+  }
+
+  std::string run() {
+    const onnx::GraphProto& graph = model_.graph();
+    check_supported(graph);
+    std::set<std::string> initializer_names;
+    for (const auto& init : graph.initializer()) initializer_names.insert(init.name());
+    std::vector<std::string> arguments;
+    size_t input_index = 0;
+    for (const auto& input : graph.input()) {
+      if (initializer_names.count(input.name())) continue;
+      if (input_index >= request_.input_shapes.size()) fail("more graph inputs than shapes given");
+      Value v;
+      v.elem = elem_or_fail(input.type().tensor_type().elem_type(), "input '" + input.name() + "'");
+      v.shape = request_.input_shapes[input_index];
+      v.ssa = "%arg" + std::to_string(arguments.size());
+      arguments.push_back(v.ssa + ": " + v.type());
+      values_[input.name()] = v;
+      ++input_index;
+    }
+    for (const auto& init : graph.initializer()) {
+      int64_t n = 1;
+      Shape shape(init.dims().begin(), init.dims().end());
+      n = product(shape);
+      std::string where = "initializer '" + init.name() + "'";
+      if (onnx_initializer_is_bound(init.data_type(), n)) {
+        Value v;
+        v.elem = elem_or_fail(init.data_type(), where);
+        v.shape = shape;
+        v.ssa = "%arg" + std::to_string(arguments.size());
+        arguments.push_back(v.ssa + ": " + v.type());
+        values_[init.name()] = v;
+      } else {
+        values_[init.name()] = tensor_value(init, where);
+      }
+    }
+    for (const auto& node : graph.node()) {
+      node_ = &node;
+      where_ = "node '" + (node.name().empty() ? node.op_type() : node.name()) + "' (" +
+               node.op_type() + ")";
+      std::vector<Value> outs = lower(node);
+      for (int k = 0; k < node.output_size() && k < int(outs.size()); ++k)
+        if (!node.output(k).empty()) values_[node.output(k)] = std::move(outs[k]);
+    }
+    std::vector<std::string> results, result_types;
+    for (const auto& output : graph.output()) {
+      auto it = values_.find(output.name());
+      if (it == values_.end()) fail("graph output '" + output.name() + "' is never computed");
+      Value& v = it->second;
+      results.push_back(ssa(v));
+      result_types.push_back(v.type());
+    }
+    std::string module_name = "onnx";
+    for (char c : graph.name()) {
+      if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') module_name += c;
+      if (module_name.size() > 48) break;
+    }
+    if (module_name != "onnx") module_name.insert(4, "_");
+    std::ostringstream out;
+    out << "module @" << module_name << " {\n  func.func @main(";
+    for (size_t k = 0; k < arguments.size(); ++k) out << (k ? ", " : "") << arguments[k];
+    out << ") -> (";
+    for (size_t k = 0; k < result_types.size(); ++k) out << (k ? ", " : "") << result_types[k];
+    out << ") {\n" << body_.str() << "    return ";
+    for (size_t k = 0; k < results.size(); ++k) out << (k ? ", " : "") << results[k];
+    out << " : ";
+    for (size_t k = 0; k < result_types.size(); ++k) out << (k ? ", " : "") << result_types[k];
+    out << "\n  }\n}\n";
+    return out.str();
+  }
+
+ private:
+  // ---- support checks --------------------------------------------------------------------------
+  static const std::set<std::string>& supported_ops() {
+    static const std::set<std::string> ops = {"Abs",
+                                              "Acos",
+                                              "Acosh",
+                                              "Add",
+                                              "And",
+                                              "ArgMax",
+                                              "ArgMin",
+                                              "Asin",
+                                              "Asinh",
+                                              "Atan",
+                                              "Atanh",
+                                              "AveragePool",
+                                              "BatchNormalization",
+                                              "Cast",
+                                              "CastLike",
+                                              "Ceil",
+                                              "Celu",
+                                              "Clip",
+                                              "Concat",
+                                              "Constant",
+                                              "ConstantOfShape",
+                                              "Conv",
+                                              "Cos",
+                                              "Cosh",
+                                              "Div",
+                                              "Dropout",
+                                              "Elu",
+                                              "Equal",
+                                              "Erf",
+                                              "Exp",
+                                              "Expand",
+                                              "Flatten",
+                                              "Floor",
+                                              "Gather",
+                                              "Gemm",
+                                              "GlobalAveragePool",
+                                              "GlobalMaxPool",
+                                              "Greater",
+                                              "GreaterOrEqual",
+                                              "HardSigmoid",
+                                              "HardSwish",
+                                              "Identity",
+                                              "LayerNormalization",
+                                              "LeakyRelu",
+                                              "Less",
+                                              "LessOrEqual",
+                                              "Log",
+                                              "LogSoftmax",
+                                              "MatMul",
+                                              "Max",
+                                              "MaxPool",
+                                              "Mean",
+                                              "Min",
+                                              "Mish",
+                                              "Mul",
+                                              "Neg",
+                                              "Not",
+                                              "Or",
+                                              "Pad",
+                                              "Pow",
+                                              "PRelu",
+                                              "Range",
+                                              "Reciprocal",
+                                              "ReduceL1",
+                                              "ReduceL2",
+                                              "ReduceLogSum",
+                                              "ReduceLogSumExp",
+                                              "ReduceMax",
+                                              "ReduceMean",
+                                              "ReduceMin",
+                                              "ReduceProd",
+                                              "ReduceSum",
+                                              "ReduceSumSquare",
+                                              "Relu",
+                                              "Reshape",
+                                              "Round",
+                                              "Selu",
+                                              "Shape",
+                                              "Sigmoid",
+                                              "Sign",
+                                              "Sin",
+                                              "Sinh",
+                                              "Size",
+                                              "Slice",
+                                              "Softmax",
+                                              "Softplus",
+                                              "Softsign",
+                                              "Split",
+                                              "Sqrt",
+                                              "Squeeze",
+                                              "Sub",
+                                              "Sum",
+                                              "Tan",
+                                              "Tanh",
+                                              "ThresholdedRelu",
+                                              "Tile",
+                                              "Transpose",
+                                              "Unsqueeze",
+                                              "Where",
+                                              "Xor",
+                                              "Shrink",
+                                              "Trilu",
+                                              "Einsum"};
+    return ops;
+  }
+
+  void check_supported(const onnx::GraphProto& graph) {
+    std::string problems;
+    int count = 0;
+    if (opset_ < 7 || opset_ > 17)
+      fail("default-domain opset " + std::to_string(opset_) + " is not supported (7 to 17 are)");
+    for (const auto& node : graph.node()) {
+      std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+      bool ok =
+          domain.empty() && supported_ops().count(node.op_type()) && node.op_type() != "Einsum";
+      if (ok) continue;
+      ++count;
+      problems += "\n  " + node.op_type() + " (node '" + node.name() + "', domain '" +
+                  (domain.empty() ? "ai.onnx" : domain) + "', opset " + std::to_string(opset_) +
+                  ")";
+    }
+    if (count)
+      fail(std::to_string(count) + " node(s) use operators kiln does not support:" + problems +
+           "\nsee docs/ONNX.md for the supported operators");
+  }
+
+  // ---- attributes and inputs -------------------------------------------------------------------
+  const onnx::AttributeProto* attr(const std::string& name) const {
+    for (const auto& a : node_->attribute())
+      if (a.name() == name) return &a;
+    return nullptr;
+  }
+  int64_t attr_int(const std::string& name, int64_t fallback) const {
+    const auto* a = attr(name);
+    return a ? a->i() : fallback;
+  }
+  double attr_float(const std::string& name, double fallback) const {
+    const auto* a = attr(name);
+    return a ? a->f() : fallback;
+  }
+  std::string attr_string(const std::string& name, const std::string& fallback) const {
+    const auto* a = attr(name);
+    return a ? a->s() : fallback;
+  }
+  std::optional<std::vector<int64_t>> attr_ints(const std::string& name) const {
+    const auto* a = attr(name);
+    if (!a) return std::nullopt;
+    return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+  }
+
+  bool has_input(int k) const { return k < node_->input_size() && !node_->input(k).empty(); }
+  Value& input(int k) {
+    if (!has_input(k)) fail(where_ + ": input " + std::to_string(k) + " is missing");
+    auto it = values_.find(node_->input(k));
+    if (it == values_.end())
+      fail(where_ + ": input '" + node_->input(k) + "' is not defined before this node");
+    return it->second;
+  }
+  // An input whose values the importer needs (shapes, axes, pads): must be constant.
+  const Value& const_input(int k, const std::string& what) {
+    Value& v = input(k);
+    if (!v.is_const)
+      fail(where_ + ": its " + what + " (input '" + node_->input(k) +
+           "') must be a constant for kiln; it is computed at run time");
+    return v;
+  }
+  std::vector<int64_t> const_ints(int k, const std::string& what) {
+    const Value& v = const_input(k, what);
+    std::vector<int64_t> out;
+    for (int64_t j = 0; j < v.count(); ++j) out.push_back(v.as_int(j));
+    return out;
+  }
+
+  // ---- emission helpers ------------------------------------------------------------------------
+  std::string fresh() { return "%v" + std::to_string(next_id_++); }
+  void line(const std::string& text) { body_ << "    " << text << "\n"; }
+
+  std::string ssa(Value& v) {
+    if (!v.ssa.empty()) return v.ssa;
+    v.ssa = fresh();
+    line(v.ssa + " = arith.constant " + dense_literal(v) + " : " + v.type());
+    return v.ssa;
+  }
+
+  static std::string dense_literal(const Value& v) {
+    int64_t n = v.count();
+    bool splat = n > 0;
+    for (int64_t k = 1; k < n && splat; ++k)
+      splat = v.as_double(k) == v.as_double(0) && (is_float_type(v.elem) || v.i[k] == v.i[0]);
+    if (n == 0) return "dense<>";
+    if (splat || n == 1) {
+      std::string s = is_float_type(v.elem)
+                          ? scalar_literal(v.elem, v.f[0])
+                          : (v.elem == "i1" ? (v.i[0] ? "true" : "false") : std::to_string(v.i[0]));
+      return "dense<" + s + ">";
+    }
+    if (v.elem == "i1") {
+      std::string s = "dense<[";
+      for (int64_t k = 0; k < n; ++k) s += std::string(k ? ", " : "") + (v.i[k] ? "true" : "false");
+      return s + "]>";
+    }
+    // Little-endian raw bytes: exact and compact.
+    std::string hex = "dense<\"0x";
+    static const char* digits = "0123456789ABCDEF";
+    auto put = [&](const void* p, size_t size) {
+      const auto* b = static_cast<const uint8_t*>(p);
+      for (size_t j = 0; j < size; ++j) {
+        hex += digits[b[j] >> 4];
+        hex += digits[b[j] & 15];
+      }
+    };
+    for (int64_t k = 0; k < n; ++k) {
+      if (v.elem == "f32") {
+        float x = float(v.f[k]);
+        put(&x, 4);
+      } else if (v.elem == "f64") {
+        double x = v.f[k];
+        put(&x, 8);
+      } else if (v.elem == "i64") {
+        int64_t x = v.i[k];
+        put(&x, 8);
+      } else if (v.elem == "i32") {
+        int32_t x = int32_t(v.i[k]);
+        put(&x, 4);
+      } else if (v.elem == "i16") {
+        int16_t x = int16_t(v.i[k]);
+        put(&x, 2);
+      } else {
+        int8_t x = int8_t(v.i[k]);
+        put(&x, 1);
+      }
+    }
+    return hex + "\">";
+  }
+
+  std::string constant_scalar(const std::string& elem, double value) {
+    std::string name = fresh();
+    line(name + " = arith.constant " + scalar_literal(elem, value) + " : " + elem);
+    return name;
+  }
+
+  std::string empty(const std::string& elem, const Shape& shape) {
+    std::string name = fresh();
+    line(name + " = tensor.empty() : " + tensor_type(elem, shape));
+    return name;
+  }
+
+  std::string filled(const std::string& elem, const Shape& shape, double value) {
+    std::string e = empty(elem, shape);
+    std::string c = constant_scalar(elem, value);
+    std::string name = fresh();
+    line(name + " = linalg.fill ins(" + c + " : " + elem + ") outs(" + e + " : " +
+         tensor_type(elem, shape) + ") -> " + tensor_type(elem, shape));
+    return name;
+  }
+
+  static std::string dims_list(size_t rank) {
+    std::string s;
+    for (size_t k = 0; k < rank; ++k) s += (k ? ", " : "") + std::string("d") + std::to_string(k);
+    return s;
+  }
+  static std::string iterators(const std::vector<bool>& reduction) {
+    std::string s = "[";
+    for (size_t k = 0; k < reduction.size(); ++k)
+      s += std::string(k ? ", " : "") + (reduction[k] ? "\"reduction\"" : "\"parallel\"");
+    return s + "]";
+  }
+  // The map of an operand broadcast (numpy-style, right-aligned) into `out_shape`.
+  static std::string broadcast_map(const Shape& in, const Shape& out) {
+    std::string s = "affine_map<(" + dims_list(out.size()) + ") -> (";
+    size_t offset = out.size() - in.size();
+    for (size_t k = 0; k < in.size(); ++k) {
+      s += k ? ", " : "";
+      s += (in[k] == 1 && out[offset + k] != 1) ? "0" : "d" + std::to_string(offset + k);
+    }
+    return s + ")>";
+  }
+
+  // A body builder: gets the block argument names of the inputs and returns the yielded value.
+  using Body = std::function<std::string(const std::vector<std::string>&)>;
+
+  // out = f(inputs...) elementwise with numpy broadcasting into `out_shape`.
+  Value elementwise(std::vector<Value*> ins, const std::string& out_elem, const Shape& out_shape,
+                    const Body& body) {
+    std::vector<std::string> names, types, maps, block_args;
+    for (Value* v : ins) {
+      names.push_back(ssa(*v));
+      types.push_back(v->type());
+      maps.push_back(broadcast_map(v->shape, out_shape));
+    }
+    maps.push_back(broadcast_map(out_shape, out_shape));
+    std::string init = empty(out_elem, out_shape);
+    Value out;
+    out.elem = out_elem;
+    out.shape = out_shape;
+    out.ssa = fresh();
+    std::string head = out.ssa + " = linalg.generic {indexing_maps = [";
+    for (size_t k = 0; k < maps.size(); ++k) head += (k ? ", " : "") + maps[k];
+    head += "], iterator_types = " + iterators(std::vector<bool>(out_shape.size(), false)) + "}";
+    if (!ins.empty()) {
+      head += " ins(";
+      for (size_t k = 0; k < names.size(); ++k) head += (k ? ", " : "") + names[k];
+      head += " : ";
+      for (size_t k = 0; k < types.size(); ++k) head += (k ? ", " : "") + types[k];
+      head += ")";
+    }
+    head += " outs(" + init + " : " + out.type() + ") {";
+    line(head);
+    std::string args = "^bb0(";
+    for (size_t k = 0; k < ins.size(); ++k) {
+      std::string a = "%b" + std::to_string(next_id_++);
+      block_args.push_back(a);
+      args += a + ": " + ins[k]->elem + ", ";
+    }
+    args += "%b" + std::to_string(next_id_++) + ": " + out_elem + "):";
+    line(args);
+    std::string result = body(block_args);
+    line("  linalg.yield " + result + " : " + out_elem);
+    line("} -> " + out.type());
+    return out;
+  }
+
+  // One scalar operation inside a body.
+  std::string op(const std::string& name, const std::vector<std::string>& operands,
+                 const std::string& type, const std::string& extra = "") {
+    std::string r = fresh();
+    std::string s = "  " + r + " = " + name + " " + extra;
+    for (size_t k = 0; k < operands.size(); ++k) s += (k ? ", " : "") + operands[k];
+    line(s + " : " + type);
+    return r;
+  }
+  std::string cmp(const std::string& elem, const std::string& fpred, const std::string& ipred,
+                  const std::string& a, const std::string& b) {
+    std::string r = fresh();
+    if (is_float_type(elem))
+      line("  " + r + " = arith.cmpf " + fpred + ", " + a + ", " + b + " : " + elem);
+    else
+      line("  " + r + " = arith.cmpi " + ipred + ", " + a + ", " + b + " : " + elem);
+    return r;
+  }
+  std::string select(const std::string& c, const std::string& a, const std::string& b,
+                     const std::string& elem) {
+    std::string r = fresh();
+    line("  " + r + " = arith.select " + c + ", " + a + ", " + b + " : " + elem);
+    return r;
+  }
+  std::string k_in_body(const std::string& elem, double value) {
+    std::string r = fresh();
+    line("  " + r + " = arith.constant " + scalar_literal(elem, value) + " : " + elem);
+    return r;
+  }
+  std::string index_of(int dim) {
+    std::string r = fresh();
+    line("  " + r + " = linalg.index " + std::to_string(dim) + " : index");
+    return r;
+  }
+
+  // Static reshape through a 1-D view (any shape to any shape with the same element count).
+  Value reshape(Value& v, const Shape& shape) {
+    if (product(shape) != v.count())
+      fail(where_ + ": cannot reshape " + shape_to_string(v.shape) + " to " +
+           shape_to_string(shape));
+    if (v.is_const) {
+      Value c = v;
+      c.ssa.clear();
+      c.shape = shape;
+      return c;
+    }
+    if (v.shape == shape) return v;
+    std::string current = ssa(v);
+    Shape flat = {v.count()};
+    std::string flat_ssa = current;
+    if (v.shape.empty()) {  // rank 0 → 1-D is an expansion
+      flat_ssa = fresh();
+      line(flat_ssa + " = tensor.expand_shape " + current + " [] output_shape [1] : " + v.type() +
+           " into " + tensor_type(v.elem, flat));
+    } else if (v.shape.size() > 1) {
+      flat_ssa = fresh();
+      std::string group;
+      for (size_t k = 0; k < v.shape.size(); ++k) group += (k ? ", " : "") + std::to_string(k);
+      line(flat_ssa + " = tensor.collapse_shape " + current + " [[" + group + "]] : " + v.type() +
+           " into " + tensor_type(v.elem, flat));
+    }
+    Value out;
+    out.elem = v.elem;
+    out.shape = shape;
+    if (shape.size() == 1) {
+      out.ssa = flat_ssa;
+      return out;
+    }
+    out.ssa = fresh();
+    if (shape.empty()) {
+      line(out.ssa + " = tensor.collapse_shape " + flat_ssa + " [] : " + tensor_type(v.elem, flat) +
+           " into " + out.type());
+      return out;
+    }
+    std::string group, sizes;
+    for (size_t k = 0; k < shape.size(); ++k) {
+      group += (k ? ", " : "") + std::to_string(k);
+      sizes += (k ? ", " : "") + std::to_string(shape[k]);
+    }
+    line(out.ssa + " = tensor.expand_shape " + flat_ssa + " [[" + group + "]] output_shape [" +
+         sizes + "] : " + tensor_type(v.elem, flat) + " into " + out.type());
+    return out;
+  }
+
+  Value transpose(Value& v, const std::vector<int64_t>& perm) {
+    Shape shape;
+    for (int64_t p : perm) shape.push_back(v.shape[p]);
+    bool identity = true;
+    for (size_t k = 0; k < perm.size(); ++k) identity &= perm[k] == int64_t(k);
+    if (identity) return v;
+    if (v.is_const) {
+      Value c;
+      c.is_const = true;
+      c.elem = v.elem;
+      c.shape = shape;
+      int64_t n = v.count();
+      if (is_float_type(v.elem))
+        c.f.resize(n);
+      else
+        c.i.resize(n);
+      for (int64_t out = 0; out < n; ++out) {
+        int64_t rem = out, src = 0;
+        std::vector<int64_t> idx(shape.size());
+        for (int64_t k = int64_t(shape.size()) - 1; k >= 0; --k) {
+          idx[k] = rem % shape[k];
+          rem /= shape[k];
+        }
+        std::vector<int64_t> src_idx(shape.size());
+        for (size_t k = 0; k < perm.size(); ++k) src_idx[perm[k]] = idx[k];
+        for (size_t k = 0; k < shape.size(); ++k) src = src * v.shape[k] + src_idx[k];
+        if (is_float_type(v.elem))
+          c.f[out] = v.f[src];
+        else
+          c.i[out] = v.i[src];
+      }
+      return c;
+    }
+    std::string init = empty(v.elem, shape);
+    Value out;
+    out.elem = v.elem;
+    out.shape = shape;
+    out.ssa = fresh();
+    std::string p;
+    for (size_t k = 0; k < perm.size(); ++k) p += (k ? ", " : "") + std::to_string(perm[k]);
+    line(out.ssa + " = linalg.transpose ins(" + ssa(v) + " : " + v.type() + ") outs(" + init +
+         " : " + out.type() + ") permutation = [" + p + "]");
+    return out;
+  }
+
+  // Reduces `v` over `axes` (sorted, unique). `init`, `combine(acc, x)` define the reduction;
+  // `pre(x)` maps each element first. Keeps the reduced dimensions as 1 when `keepdims`.
+  Value reduce(Value& v, std::vector<int64_t> axes, bool keepdims, const std::string& out_elem,
+               double init, const std::function<std::string(const std::string&)>& pre,
+               const std::function<std::string(const std::string&, const std::string&)>& combine) {
+    std::sort(axes.begin(), axes.end());
+    axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+    std::vector<bool> reduced(v.shape.size(), false);
+    for (int64_t a : axes) reduced[a] = true;
+    Shape out_shape, kept_shape;
+    std::string out_map = "affine_map<(" + dims_list(v.shape.size()) + ") -> (";
+    bool first = true;
+    for (size_t k = 0; k < v.shape.size(); ++k) {
+      kept_shape.push_back(reduced[k] ? 1 : v.shape[k]);
+      if (reduced[k]) continue;
+      out_shape.push_back(v.shape[k]);
+      out_map += (first ? "" : ", ") + std::string("d") + std::to_string(k);
+      first = false;
+    }
+    out_map += ")>";
+    std::string acc = filled(out_elem, out_shape, init);
+    Value out;
+    out.elem = out_elem;
+    out.shape = out_shape;
+    out.ssa = fresh();
+    line(out.ssa + " = linalg.generic {indexing_maps = [" + broadcast_map(v.shape, v.shape) + ", " +
+         out_map + "], iterator_types = " + iterators(reduced) + "} ins(" + ssa(v) + " : " +
+         v.type() + ") outs(" + acc + " : " + out.type() + ") {");
+    std::string x = "%b" + std::to_string(next_id_++), a = "%b" + std::to_string(next_id_++);
+    line("^bb0(" + x + ": " + v.elem + ", " + a + ": " + out_elem + "):");
+    std::string r = combine(a, pre(x));
+    line("  linalg.yield " + r + " : " + out_elem);
+    line("} -> " + out.type());
+    if (keepdims) return reshape(out, kept_shape);
+    return out;
+  }
+
+  Value slice(Value& v, const Shape& offsets, const Shape& sizes, const Shape& strides) {
+    if (v.is_const) {
+      Value c;
+      c.is_const = true;
+      c.elem = v.elem;
+      c.shape = sizes;
+      int64_t n = product(sizes);
+      for (int64_t out = 0; out < n; ++out) {
+        int64_t rem = out, src = 0;
+        std::vector<int64_t> idx(sizes.size());
+        for (int64_t k = int64_t(sizes.size()) - 1; k >= 0; --k) {
+          idx[k] = rem % sizes[k];
+          rem /= sizes[k];
+        }
+        for (size_t k = 0; k < sizes.size(); ++k)
+          src = src * v.shape[k] + offsets[k] + idx[k] * strides[k];
+        if (is_float_type(v.elem))
+          c.f.push_back(v.f[src]);
+        else
+          c.i.push_back(v.i[src]);
+      }
+      return c;
+    }
+    auto list = [](const Shape& s) {
+      std::string out;
+      for (size_t k = 0; k < s.size(); ++k) out += (k ? ", " : "") + std::to_string(s[k]);
+      return out;
+    };
+    Value out;
+    out.elem = v.elem;
+    out.shape = sizes;
+    out.ssa = fresh();
+    line(out.ssa + " = tensor.extract_slice " + ssa(v) + "[" + list(offsets) + "] [" + list(sizes) +
+         "] [" + list(strides) + "] : " + v.type() + " to " + out.type());
+    return out;
+  }
+
+  Value concat(std::vector<Value*> parts, int64_t axis) {
+    Shape shape = parts[0]->shape;
+    shape[axis] = 0;
+    bool all_const = true;
+    for (Value* p : parts) {
+      shape[axis] += p->shape[axis];
+      all_const &= p->is_const;
+      if (p->elem != parts[0]->elem) fail(where_ + ": inputs of different element types");
+    }
+    if (all_const) {
+      Value c;
+      c.is_const = true;
+      c.elem = parts[0]->elem;
+      c.shape = shape;
+      int64_t outer = product(shape, 0, axis);
+      for (int64_t o = 0; o < outer; ++o)
+        for (Value* p : parts) {
+          int64_t inner = product(p->shape, axis);
+          for (int64_t j = 0; j < inner; ++j) {
+            int64_t src = o * inner + j;
+            if (is_float_type(c.elem))
+              c.f.push_back(p->f[src]);
+            else
+              c.i.push_back(p->i[src]);
+          }
+        }
+      return c;
+    }
+    std::string acc = empty(parts[0]->elem, shape);
+    std::string type = tensor_type(parts[0]->elem, shape);
+    int64_t offset = 0;
+    for (Value* p : parts) {
+      if (p->count() == 0) continue;
+      std::string offsets, sizes, strides;
+      for (size_t k = 0; k < shape.size(); ++k) {
+        offsets += (k ? ", " : "") + std::to_string(int64_t(k) == axis ? offset : 0);
+        sizes += (k ? ", " : "") + std::to_string(p->shape[k]);
+        strides += k ? ", 1" : "1";
+      }
+      std::string next = fresh();
+      line(next + " = tensor.insert_slice " + ssa(*p) + " into " + acc + "[" + offsets + "] [" +
+           sizes + "] [" + strides + "] : " + p->type() + " into " + type);
+      acc = next;
+      offset += p->shape[axis];
+    }
+    Value out;
+    out.elem = parts[0]->elem;
+    out.shape = shape;
+    out.ssa = acc;
+    return out;
+  }
+
+  // Pads with `value` (constant mode). Low/high per dimension, non-negative.
+  Value pad(Value& v, const Shape& low, const Shape& high, double value) {
+    bool none = true;
+    for (size_t k = 0; k < low.size(); ++k) none &= low[k] == 0 && high[k] == 0;
+    if (none) return v;
+    Shape shape = v.shape;
+    std::string l, h, idx;
+    for (size_t k = 0; k < shape.size(); ++k) {
+      shape[k] += low[k] + high[k];
+      l += (k ? ", " : "") + std::to_string(low[k]);
+      h += (k ? ", " : "") + std::to_string(high[k]);
+      idx += (k ? ", " : "") + std::string("%i") + std::to_string(next_id_) + "_" +
+             std::to_string(k) + ": index";
+    }
+    ++next_id_;
+    std::string c = constant_scalar(v.elem, value);
+    Value out;
+    out.elem = v.elem;
+    out.shape = shape;
+    out.ssa = fresh();
+    line(out.ssa + " = tensor.pad " + ssa(v) + " low[" + l + "] high[" + h + "] {");
+    line("^bb0(" + idx + "):");
+    line("  tensor.yield " + c + " : " + v.elem);
+    line("} : " + v.type() + " to " + out.type());
+    return out;
+  }
+
+  // Copies `v` broadcast into `shape` (Expand, batch dimensions of MatMul).
+  Value broadcast_to(Value& v, const Shape& shape) {
+    if (v.shape == shape) return v;
+    return elementwise({&v}, v.elem, shape, [](const std::vector<std::string>& a) { return a[0]; });
+  }
+
+  Value make_const_ints(const Shape& shape, std::vector<int64_t> values,
+                        const std::string& elem = "i64") {
+    Value c;
+    c.is_const = true;
+    c.elem = elem;
+    c.shape = shape;
+    c.i = std::move(values);
+    return c;
+  }
+  Value make_const_floats(const std::string& elem, const Shape& shape, std::vector<double> values) {
+    Value c;
+    c.is_const = true;
+    c.elem = elem;
+    c.shape = shape;
+    c.f = std::move(values);
+    return c;
+  }
+
+  // ---- operators -------------------------------------------------------------------------------
+  std::vector<Value> lower(const onnx::NodeProto& node) {
+    const std::string& t = node.op_type();
+    if (t == "Constant") return {constant_node()};
+    if (t == "Identity" || t == "Dropout") return {input(0)};
+    if (t == "Add" || t == "Sub" || t == "Mul" || t == "Div" || t == "Pow" || t == "Equal" ||
+        t == "Less" || t == "Greater" || t == "LessOrEqual" || t == "GreaterOrEqual" ||
+        t == "And" || t == "Or" || t == "Xor" || t == "PRelu")
+      return {binary(t, input(0), input(1))};
+    if (t == "Max" || t == "Min" || t == "Sum" || t == "Mean") return {variadic(t)};
+    if (t == "Where") return {where()};
+    if (t == "Cast" || t == "CastLike") return {cast()};
+    if (t == "Clip") return {clip()};
+    if (t == "Shape") return {shape_of()};
+    if (t == "Size") return {make_const_ints({}, {input(0).count()})};
+    if (t == "ConstantOfShape") return {constant_of_shape()};
+    if (t == "Range") return {range()};
+    if (t == "Reshape") return {reshape_node()};
+    if (t == "Flatten") return {flatten()};
+    if (t == "Squeeze" || t == "Unsqueeze") return {squeeze_unsqueeze(t == "Squeeze")};
+    if (t == "Transpose") return {transpose_node()};
+    if (t == "Concat") return {concat_node()};
+    if (t == "Slice") return {slice_node()};
+    if (t == "Split") return split_node();
+    if (t == "Gather") return {gather()};
+    if (t == "Expand") return {expand()};
+    if (t == "Tile") return {tile()};
+    if (t == "Pad") return {pad_node()};
+    if (t == "MatMul") return {matmul(input(0), input(1))};
+    if (t == "Gemm") return {gemm()};
+    if (t == "Conv") return {conv()};
+    if (t == "MaxPool" || t == "AveragePool") return {pool(t == "MaxPool")};
+    if (t == "GlobalAveragePool" || t == "GlobalMaxPool")
+      return {global_pool(t == "GlobalMaxPool")};
+    if (t == "BatchNormalization") return {batch_norm()};
+    if (t == "LayerNormalization") return {layer_norm()};
+    if (t == "Softmax" || t == "LogSoftmax") return {softmax(t == "LogSoftmax")};
+    if (t.rfind("Reduce", 0) == 0) return {reduce_node(t)};
+    if (t == "ArgMax" || t == "ArgMin") return {arg_reduce(t == "ArgMax")};
+    if (t == "Trilu") return {trilu()};
+    return {unary(t, input(0))};
+  }
+
+  Value constant_node() {
+    const auto* a = node_->attribute_size() ? &node_->attribute(0) : nullptr;
+    if (!a) fail(where_ + ": no value");
+    const std::string& n = a->name();
+    if (n == "value") return tensor_value(a->t(), where_);
+    if (n == "value_float") return make_const_floats("f32", {}, {a->f()});
+    if (n == "value_floats")
+      return make_const_floats("f32", {a->floats_size()},
+                               std::vector<double>(a->floats().begin(), a->floats().end()));
+    if (n == "value_int") return make_const_ints({}, {a->i()});
+    if (n == "value_ints")
+      return make_const_ints({a->ints_size()},
+                             std::vector<int64_t>(a->ints().begin(), a->ints().end()));
+    fail(where_ + ": attribute '" + n + "' is not supported");
+  }
+
+  // Host evaluation of a scalar function on constants (shape arithmetic).
+  static double fold_binary(const std::string& t, double a, double b, bool floating) {
+    if (t == "Add") return a + b;
+    if (t == "Sub") return a - b;
+    if (t == "Mul") return a * b;
+    if (t == "Div") {
+      if (floating) return a / b;
+      if (b == 0) return 0;
+      return double(int64_t(a) / int64_t(b));
+    }
+    if (t == "Pow") return std::pow(a, b);
+    if (t == "Equal") return a == b;
+    if (t == "Less") return a < b;
+    if (t == "Greater") return a > b;
+    if (t == "LessOrEqual") return a <= b;
+    if (t == "GreaterOrEqual") return a >= b;
+    if (t == "And") return (a != 0) && (b != 0);
+    if (t == "Or") return (a != 0) || (b != 0);
+    if (t == "Xor") return (a != 0) != (b != 0);
+    if (t == "Max") return std::max(a, b);
+    if (t == "Min") return std::min(a, b);
+    if (t == "PRelu") return a < 0 ? a * b : a;
+    return 0;
+  }
+
+  static bool is_comparison(const std::string& t) {
+    return t == "Equal" || t == "Less" || t == "Greater" || t == "LessOrEqual" ||
+           t == "GreaterOrEqual";
+  }
+
+  Value binary(const std::string& t, Value a, Value b) {
+    Shape shape = broadcast_shapes({a.shape, b.shape}, where_);
+    bool logical = t == "And" || t == "Or" || t == "Xor";
+    std::string out_elem = is_comparison(t) || logical ? "i1" : a.elem;
+    if (t != "Pow" && a.elem != b.elem)
+      fail(where_ + ": inputs have different element types (" + a.elem + ", " + b.elem + ")");
+    const std::string elem = a.elem;
+    bool floating = is_float_type(elem);
+    if (a.is_const && b.is_const && product(shape) <= 4096) {
+      Value c;
+      c.is_const = true;
+      c.elem = out_elem;
+      c.shape = shape;
+      int64_t n = product(shape);
+      for (int64_t k = 0; k < n; ++k) {
+        double x = a.as_double(broadcast_index(k, shape, a.shape));
+        double y = b.as_double(broadcast_index(k, shape, b.shape));
+        double r = fold_binary(t, x, y, floating);
+        if (is_float_type(out_elem))
+          c.f.push_back(elem == "f32" ? double(float(r)) : r);
+        else
+          c.i.push_back(int64_t(r));
+      }
+      return c;
+    }
+    return elementwise({&a, &b}, out_elem, shape, [&, t](const std::vector<std::string>& x) {
+      return scalar_binary(t, elem, b.elem, x[0], x[1]);
+    });
+  }
+
+  std::string scalar_binary(const std::string& t, const std::string& elem,
+                            const std::string& elem_b, const std::string& x, const std::string& y) {
+    bool f = is_float_type(elem);
+    if (t == "Add") return op(f ? "arith.addf" : "arith.addi", {x, y}, elem);
+    if (t == "Sub") return op(f ? "arith.subf" : "arith.subi", {x, y}, elem);
+    if (t == "Mul") return op(f ? "arith.mulf" : "arith.muli", {x, y}, elem);
+    if (t == "Div") return op(f ? "arith.divf" : "arith.divsi", {x, y}, elem);
+    if (t == "Max") return op(f ? "arith.maximumf" : "arith.maxsi", {x, y}, elem);
+    if (t == "Min") return op(f ? "arith.minimumf" : "arith.minsi", {x, y}, elem);
+    if (t == "Pow") {
+      if (!f) fail(where_ + ": integer Pow is not supported");
+      std::string e = y;
+      if (elem_b != elem) e = convert(y, elem_b, elem);
+      return op("math.powf", {x, e}, elem);
+    }
+    if (t == "Equal") return cmp(elem, "oeq", "eq", x, y);
+    if (t == "Less") return cmp(elem, "olt", "slt", x, y);
+    if (t == "Greater") return cmp(elem, "ogt", "sgt", x, y);
+    if (t == "LessOrEqual") return cmp(elem, "ole", "sle", x, y);
+    if (t == "GreaterOrEqual") return cmp(elem, "oge", "sge", x, y);
+    if (t == "And") return op("arith.andi", {x, y}, "i1");
+    if (t == "Or") return op("arith.ori", {x, y}, "i1");
+    if (t == "Xor") return op("arith.xori", {x, y}, "i1");
+    if (t == "PRelu") {
+      std::string zero = k_in_body(elem, 0);
+      std::string neg = cmp(elem, "olt", "slt", x, zero);
+      std::string scaled = op(f ? "arith.mulf" : "arith.muli", {x, y}, elem);
+      return select(neg, scaled, x, elem);
+    }
+    fail(where_ + ": unsupported binary operator");
+  }
+
+  static int64_t broadcast_index(int64_t flat, const Shape& out, const Shape& in) {
+    int64_t src = 0, stride = 1;
+    size_t offset = out.size() - in.size();
+    for (int64_t k = int64_t(out.size()) - 1; k >= 0; --k) {
+      int64_t idx = flat % out[k];
+      flat /= out[k];
+      if (k >= int64_t(offset)) {
+        int64_t d = in[k - offset];
+        src += (d == 1 ? 0 : idx) * stride;
+        stride *= d;
+      }
+    }
+    return src;
+  }
+
+  Value variadic(const std::string& t) {
+    Value acc = input(0);
+    std::string op_name = t == "Sum" || t == "Mean" ? "Add" : t;
+    for (int k = 1; k < node_->input_size(); ++k) acc = binary(op_name, acc, input(k));
+    if (t == "Mean") {
+      Value n = make_const_floats(acc.elem, {}, {double(node_->input_size())});
+      acc = binary("Div", acc, n);
+    }
+    return acc;
+  }
+
+  Value where() {
+    Value& c = input(0);
+    Value& x = input(1);
+    Value& y = input(2);
+    Shape shape = broadcast_shapes({c.shape, x.shape, y.shape}, where_);
+    if (c.is_const && x.is_const && y.is_const) {
+      Value r;
+      r.is_const = true;
+      r.elem = x.elem;
+      r.shape = shape;
+      for (int64_t k = 0; k < product(shape); ++k) {
+        bool cond = c.i[broadcast_index(k, shape, c.shape)] != 0;
+        Value& src = cond ? x : y;
+        int64_t j = broadcast_index(k, shape, src.shape);
+        if (is_float_type(r.elem))
+          r.f.push_back(src.f[j]);
+        else
+          r.i.push_back(src.i[j]);
+      }
+      return r;
+    }
+    std::string elem = x.elem;
+    return elementwise({&c, &x, &y}, elem, shape, [&, elem](const std::vector<std::string>& a) {
+      return select(a[0], a[1], a[2], elem);
+    });
+  }
+
+  std::string convert(const std::string& x, const std::string& from, const std::string& to) {
+    if (from == to) return x;
+    bool ff = is_float_type(from), ft = is_float_type(to);
+    if (ff && ft)
+      return op(bit_width(to) > bit_width(from) ? "arith.extf" : "arith.truncf", {x},
+                from + " to " + to);
+    if (to == "i1") {
+      std::string zero = k_in_body(from, 0);
+      return cmp(from, "une", "ne", x, zero);
+    }
+    if (from == "i1") return op(ft ? "arith.uitofp" : "arith.extui", {x}, "i1 to " + to);
+    if (ff) return op("arith.fptosi", {x}, from + " to " + to);
+    if (ft) return op("arith.sitofp", {x}, from + " to " + to);
+    return op(bit_width(to) > bit_width(from) ? "arith.extsi" : "arith.trunci", {x},
+              from + " to " + to);
+  }
+
+  Value cast() {
+    Value& x = input(0);
+    std::string to = node_->op_type() == "CastLike"
+                         ? input(1).elem
+                         : elem_or_fail(int32_t(attr_int("to", 1)), where_);
+    if (x.is_const) {
+      Value c;
+      c.is_const = true;
+      c.elem = to;
+      c.shape = x.shape;
+      for (int64_t k = 0; k < x.count(); ++k) {
+        double v = x.as_double(k);
+        if (is_float_type(to))
+          c.f.push_back(to == "f32" ? double(float(v)) : v);
+        else if (to == "i1")
+          c.i.push_back(v != 0);
+        else
+          c.i.push_back(is_float_type(x.elem) ? int64_t(std::trunc(v)) : x.i[k]);
+      }
+      return c;
+    }
+    std::string from = x.elem;
+    return elementwise({&x}, to, x.shape, [&, from, to](const std::vector<std::string>& a) {
+      return convert(a[0], from, to);
+    });
+  }
+
+  Value clip() {
+    Value& x = input(0);
+    std::optional<double> lo, hi;
+    if (opset_ < 11) {
+      if (attr("min")) lo = attr_float("min", 0);
+      if (attr("max")) hi = attr_float("max", 0);
+    } else {
+      if (has_input(1)) lo = const_input(1, "min").as_double(0);
+      if (has_input(2)) hi = const_input(2, "max").as_double(0);
+    }
+    std::string elem = x.elem;
+    bool f = is_float_type(elem);
+    return elementwise(
+        {&x}, elem, x.shape, [&, lo, hi, elem, f](const std::vector<std::string>& a) {
+          std::string v = a[0];
+          if (lo) v = op(f ? "arith.maximumf" : "arith.maxsi", {v, k_in_body(elem, *lo)}, elem);
+          if (hi) v = op(f ? "arith.minimumf" : "arith.minsi", {v, k_in_body(elem, *hi)}, elem);
+          return v;
+        });
+  }
+
+  Value unary(const std::string& t, Value x) {
+    std::string elem = x.elem;
+    bool f = is_float_type(elem);
+    if (!f && t != "Abs" && t != "Neg" && t != "Not" && t != "Relu" && t != "Sign")
+      fail(where_ + ": " + t + " of " + elem + " is not supported");
+    double alpha = attr_float("alpha", 0), beta = attr_float("beta", 0);
+    double gamma = attr_float("gamma", 0), lambd = attr_float("lambd", 0.5),
+           bias = attr_float("bias", 0);
+    return elementwise(
+        {&x}, elem, x.shape,
+        [&, t, elem, f, alpha, beta, gamma, lambd, bias](const std::vector<std::string>& a) {
+          const std::string& v = a[0];
+          auto k = [&](double c) { return k_in_body(elem, c); };
+          auto mul = [&](const std::string& p, const std::string& q) {
+            return op(f ? "arith.mulf" : "arith.muli", {p, q}, elem);
+          };
+          auto add = [&](const std::string& p, const std::string& q) {
+            return op("arith.addf", {p, q}, elem);
+          };
+          auto math = [&](const std::string& name, const std::string& p) {
+            return op("math." + name, {p}, elem);
+          };
+          if (t == "Relu") return op(f ? "arith.maximumf" : "arith.maxsi", {v, k(0)}, elem);
+          if (t == "Neg")
+            return f ? op("arith.negf", {v}, elem) : op("arith.subi", {k(0), v}, elem);
+          if (t == "Abs") return f ? math("absf", v) : math("absi", v);
+          if (t == "Not") return op("arith.xori", {v, k_in_body("i1", 1)}, "i1");
+          if (t == "Exp") return math("exp", v);
+          if (t == "Log") return math("log", v);
+          if (t == "Sqrt") return math("sqrt", v);
+          if (t == "Reciprocal") return op("arith.divf", {k(1), v}, elem);
+          if (t == "Tanh") return math("tanh", v);
+          if (t == "Erf") return math("erf", v);
+          if (t == "Floor") return math("floor", v);
+          if (t == "Ceil") return math("ceil", v);
+          if (t == "Round") return math("roundeven", v);
+          if (t == "Sin") return math("sin", v);
+          if (t == "Cos") return math("cos", v);
+          if (t == "Tan") return math("tan", v);
+          if (t == "Asin") return math("asin", v);
+          if (t == "Acos") return math("acos", v);
+          if (t == "Atan") return math("atan", v);
+          if (t == "Sinh") return math("sinh", v);
+          if (t == "Cosh") return math("cosh", v);
+          if (t == "Asinh") return math("asinh", v);
+          if (t == "Acosh") return math("acosh", v);
+          if (t == "Atanh") return math("atanh", v);
+          if (t == "Sigmoid") {
+            std::string e = math("exp", op("arith.negf", {v}, elem));
+            return op("arith.divf", {k(1), add(k(1), e)}, elem);
+          }
+          if (t == "Softplus") return math("log1p", math("exp", v));
+          if (t == "Softsign") return op("arith.divf", {v, add(k(1), math("absf", v))}, elem);
+          if (t == "Sign") {
+            std::string zero = k(0);
+            std::string pos = cmp(elem, "ogt", "sgt", v, zero);
+            std::string neg = cmp(elem, "olt", "slt", v, zero);
+            return select(pos, k(1), select(neg, k(-1), zero, elem), elem);
+          }
+          if (t == "LeakyRelu") {
+            double slope = attr("alpha") ? alpha : 0.01;
+            std::string neg = cmp(elem, "olt", "slt", v, k(0));
+            return select(neg, mul(v, k(slope)), v, elem);
+          }
+          if (t == "ThresholdedRelu") {
+            double th = attr("alpha") ? alpha : 1.0;
+            return select(cmp(elem, "ogt", "sgt", v, k(th)), v, k(0), elem);
+          }
+          if (t == "Elu" || t == "Celu") {
+            double al = attr("alpha") ? alpha : 1.0;
+            std::string neg = cmp(elem, "olt", "slt", v, k(0));
+            std::string scaled = t == "Elu" ? v : op("arith.divf", {v, k(al)}, elem);
+            std::string em1 = math("expm1", scaled);
+            return select(neg, mul(em1, k(al)), v, elem);
+          }
+          if (t == "Selu") {
+            double al = attr("alpha") ? alpha : 1.67326319217681884765625;
+            double ga = attr("gamma") ? gamma : 1.05070102214813232421875;
+            std::string neg = cmp(elem, "ole", "sle", v, k(0));
+            std::string e = op("arith.subf", {mul(math("exp", v), k(al)), k(al)}, elem);
+            return mul(select(neg, e, v, elem), k(ga));
+          }
+          if (t == "HardSigmoid") {
+            double al = attr("alpha") ? alpha : 0.2, be = attr("beta") ? beta : 0.5;
+            std::string y = add(mul(v, k(al)), k(be));
+            return op("arith.minimumf", {op("arith.maximumf", {y, k(0)}, elem), k(1)}, elem);
+          }
+          if (t == "HardSwish") {
+            std::string y = add(mul(v, k(1.0 / 6)), k(0.5));
+            y = op("arith.minimumf", {op("arith.maximumf", {y, k(0)}, elem), k(1)}, elem);
+            return mul(v, y);
+          }
+          if (t == "Mish") return mul(v, math("tanh", math("log1p", math("exp", v))));
+          if (t == "Shrink") {
+            std::string lo = cmp(elem, "olt", "slt", v, k(-lambd));
+            std::string hi = cmp(elem, "ogt", "sgt", v, k(lambd));
+            return select(lo, add(v, k(bias)),
+                          select(hi, op("arith.subf", {v, k(bias)}, elem), k(0), elem), elem);
+          }
+          fail(where_ + ": unsupported operator");
+        });
+  }
+
+  Value shape_of() {
+    const Shape& s = input(0).shape;
+    int64_t rank = int64_t(s.size());
+    int64_t start = attr_int("start", 0), end = attr_int("end", rank);
+    if (start < 0) start += rank;
+    if (end < 0) end += rank;
+    start = std::clamp<int64_t>(start, 0, rank);
+    end = std::clamp<int64_t>(end, 0, rank);
+    std::vector<int64_t> dims;
+    for (int64_t k = start; k < end; ++k) dims.push_back(s[k]);
+    return make_const_ints({int64_t(dims.size())}, dims);
+  }
+
+  Value constant_of_shape() {
+    Shape shape = const_ints(0, "shape");
+    Value fill = make_const_floats("f32", {1}, {0.0});
+    if (const auto* a = attr("value")) fill = tensor_value(a->t(), where_);
+    Value c;
+    c.is_const = true;
+    c.elem = fill.elem;
+    c.shape = shape;
+    int64_t n = product(shape);
+    if (is_float_type(c.elem))
+      c.f.assign(n, fill.f.at(0));
+    else
+      c.i.assign(n, fill.i.at(0));
+    return c;
+  }
+
+  Value range() {
+    const Value& start = const_input(0, "start");
+    const Value& limit = const_input(1, "limit");
+    const Value& delta = const_input(2, "delta");
+    double s = start.as_double(0), l = limit.as_double(0), d = delta.as_double(0);
+    if (d == 0) fail(where_ + ": delta is 0");
+    int64_t n = std::max<int64_t>(0, int64_t(std::ceil((l - s) / d)));
+    if (is_float_type(start.elem)) {
+      std::vector<double> v;
+      for (int64_t k = 0; k < n; ++k) v.push_back(s + double(k) * d);
+      return make_const_floats(start.elem, {n}, v);
+    }
+    std::vector<int64_t> v;
+    for (int64_t k = 0; k < n; ++k) v.push_back(start.i[0] + k * delta.i[0]);
+    return make_const_ints({n}, v, start.elem);
+  }
+
+  Value reshape_node() {
+    Value& x = input(0);
+    std::vector<int64_t> target =
+        opset_ >= 5 ? const_ints(1, "shape") : attr_ints("shape").value_or(std::vector<int64_t>{});
+    bool allowzero = attr_int("allowzero", 0) != 0;
+    int64_t known = 1, infer = -1;
+    for (size_t k = 0; k < target.size(); ++k) {
+      if (target[k] == 0 && !allowzero) {
+        if (k >= x.shape.size()) fail(where_ + ": a 0 in the shape has no input dimension");
+        target[k] = x.shape[k];
+      }
+      if (target[k] == -1) {
+        if (infer >= 0) fail(where_ + ": two -1 dimensions in the shape");
+        infer = int64_t(k);
+      } else {
+        known *= target[k];
+      }
+    }
+    if (infer >= 0) target[infer] = known == 0 ? 0 : x.count() / known;
+    return reshape(x, target);
+  }
+
+  Value flatten() {
+    Value& x = input(0);
+    int64_t rank = int64_t(x.shape.size());
+    int64_t axis = attr_int("axis", 1);
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis > rank) fail(where_ + ": axis out of range");
+    return reshape(x, {product(x.shape, 0, axis), product(x.shape, axis)});
+  }
+
+  Value squeeze_unsqueeze(bool squeeze) {
+    Value& x = input(0);
+    std::optional<std::vector<int64_t>> axes;
+    if (opset_ >= 13) {
+      if (has_input(1)) axes = const_ints(1, "axes");
+    } else {
+      axes = attr_ints("axes");
+    }
+    Shape shape;
+    int64_t rank = int64_t(x.shape.size());
+    if (squeeze) {
+      std::set<int64_t> drop;
+      if (axes) {
+        for (int64_t a : *axes) drop.insert(normalize_axis(a, rank, where_));
+      } else {
+        for (int64_t k = 0; k < rank; ++k)
+          if (x.shape[k] == 1) drop.insert(k);
+      }
+      for (int64_t k = 0; k < rank; ++k)
+        if (!drop.count(k)) shape.push_back(x.shape[k]);
+    } else {
+      if (!axes) fail(where_ + ": no axes");
+      int64_t out_rank = rank + int64_t(axes->size());
+      std::set<int64_t> add;
+      for (int64_t a : *axes) add.insert(normalize_axis(a, out_rank, where_));
+      size_t src = 0;
+      for (int64_t k = 0; k < out_rank; ++k) shape.push_back(add.count(k) ? 1 : x.shape[src++]);
+    }
+    return reshape(x, shape);
+  }
+
+  Value transpose_node() {
+    Value& x = input(0);
+    std::vector<int64_t> perm;
+    if (auto p = attr_ints("perm")) {
+      perm = *p;
+    } else {
+      for (int64_t k = int64_t(x.shape.size()) - 1; k >= 0; --k) perm.push_back(k);
+    }
+    for (int64_t& p : perm) p = normalize_axis(p, int64_t(x.shape.size()), where_);
+    return transpose(x, perm);
+  }
+
+  Value concat_node() {
+    std::vector<Value*> parts;
+    for (int k = 0; k < node_->input_size(); ++k)
+      if (has_input(k)) parts.push_back(&input(k));
+    int64_t axis = normalize_axis(attr_int("axis", 0), int64_t(parts[0]->shape.size()), where_);
+    return concat(parts, axis);
+  }
+
+  Value slice_node() {
+    Value& x = input(0);
+    int64_t rank = int64_t(x.shape.size());
+    std::vector<int64_t> starts, ends, axes, steps;
+    if (opset_ >= 10) {
+      starts = const_ints(1, "starts");
+      ends = const_ints(2, "ends");
+      if (has_input(3)) axes = const_ints(3, "axes");
+      if (has_input(4)) steps = const_ints(4, "steps");
+    } else {
+      starts = attr_ints("starts").value_or(std::vector<int64_t>{});
+      ends = attr_ints("ends").value_or(std::vector<int64_t>{});
+      axes = attr_ints("axes").value_or(std::vector<int64_t>{});
+    }
+    if (axes.empty())
+      for (size_t k = 0; k < starts.size(); ++k) axes.push_back(int64_t(k));
+    if (steps.empty()) steps.assign(starts.size(), 1);
+    Shape offsets(rank, 0), sizes = x.shape, strides(rank, 1);
+    bool reversed = false;
+    for (size_t k = 0; k < axes.size(); ++k) {
+      int64_t a = normalize_axis(axes[k], rank, where_);
+      int64_t dim = x.shape[a], step = steps[k];
+      if (step == 0) fail(where_ + ": step 0");
+      int64_t s = starts[k], e = ends[k];
+      if (s < 0) s += dim;
+      if (e < 0) e += dim;
+      if (step > 0) {
+        s = std::clamp<int64_t>(s, 0, dim);
+        e = std::clamp<int64_t>(e, 0, dim);
+        offsets[a] = s;
+        sizes[a] = e > s ? (e - s + step - 1) / step : 0;
+      } else {
+        s = std::clamp<int64_t>(s, 0, dim - 1);
+        e = std::clamp<int64_t>(e, -1, dim - 1);
+        sizes[a] = s > e ? (s - e + (-step) - 1) / (-step) : 0;
+        offsets[a] = s;
+        reversed = true;
+      }
+      strides[a] = step;
+    }
+    if (!reversed || x.is_const) {
+      if (x.is_const) {
+        Value c;
+        c.is_const = true;
+        c.elem = x.elem;
+        c.shape = sizes;
+        for (int64_t out = 0; out < product(sizes); ++out) {
+          int64_t rem = out, src = 0;
+          std::vector<int64_t> idx(rank);
+          for (int64_t k = rank - 1; k >= 0; --k) {
+            idx[k] = rem % sizes[k];
+            rem /= sizes[k];
+          }
+          for (int64_t k = 0; k < rank; ++k)
+            src = src * x.shape[k] + offsets[k] + idx[k] * strides[k];
+          if (is_float_type(x.elem))
+            c.f.push_back(x.f[src]);
+          else
+            c.i.push_back(x.i[src]);
+        }
+        return c;
+      }
+      return slice(x, offsets, sizes, strides);
+    }
+    // Negative steps: a generic that reads x at offset + index * step.
+    return index_map(x, sizes, [&, offsets, strides](int k, const std::string& idx) {
+      if (strides[k] == 1 && offsets[k] == 0) return idx;
+      std::string r = fresh();
+      line("  " + r + " = affine.apply affine_map<(d0) -> (d0 * " + std::to_string(strides[k]) +
+           " + " + std::to_string(offsets[k]) + ")>(" + idx + ")");
+      return r;
+    });
+  }
+
+  // out[i...] = x[f(i)...]: a generic over the output reading x with tensor.extract.
+  Value index_map(Value& x, const Shape& out_shape,
+                  const std::function<std::string(int, const std::string&)>& source_index) {
+    std::string xs = ssa(x);
+    std::string xt = x.type();
+    return elementwise({}, x.elem, out_shape, [&, xs, xt](const std::vector<std::string>&) {
+      std::vector<std::string> idx;
+      for (size_t k = 0; k < out_shape.size(); ++k)
+        idx.push_back(source_index(int(k), index_of(int(k))));
+      std::string r = fresh();
+      std::string list;
+      for (size_t k = 0; k < idx.size(); ++k) list += (k ? ", " : "") + idx[k];
+      line("  " + r + " = tensor.extract " + xs + "[" + list + "] : " + xt);
+      return r;
+    });
+  }
+
+  std::vector<Value> split_node() {
+    Value& x = input(0);
+    int64_t rank = int64_t(x.shape.size());
+    int64_t axis = normalize_axis(attr_int("axis", 0), rank, where_);
+    std::vector<int64_t> parts;
+    if (opset_ >= 13 && has_input(1))
+      parts = const_ints(1, "split");
+    else if (opset_ < 13)
+      parts = attr_ints("split").value_or(std::vector<int64_t>{});
+    int outputs = node_->output_size();
+    if (parts.empty()) {
+      int64_t each = (x.shape[axis] + outputs - 1) / outputs;
+      for (int k = 0; k < outputs; ++k) parts.push_back(std::min(each, x.shape[axis] - each * k));
+    }
+    std::vector<Value> out;
+    int64_t offset = 0;
+    for (int64_t p : parts) {
+      Shape offsets(rank, 0), sizes = x.shape, strides(rank, 1);
+      offsets[axis] = offset;
+      sizes[axis] = p;
+      out.push_back(slice(x, offsets, sizes, strides));
+      offset += p;
+    }
+    return out;
+  }
+
+  Value gather() {
+    Value& data = input(0);
+    Value& indices = input(1);
+    int64_t rank = int64_t(data.shape.size());
+    int64_t axis = normalize_axis(attr_int("axis", 0), rank, where_);
+    Shape shape(data.shape.begin(), data.shape.begin() + axis);
+    shape.insert(shape.end(), indices.shape.begin(), indices.shape.end());
+    shape.insert(shape.end(), data.shape.begin() + axis + 1, data.shape.end());
+    int64_t dim = data.shape[axis];
+    if (indices.is_const) {
+      for (int64_t k = 0; k < indices.count(); ++k) {
+        int64_t i = indices.i[k];
+        if (i < -dim || i >= dim)
+          fail(where_ + ": index " + std::to_string(i) + " is out of range for a dimension of " +
+               std::to_string(dim));
+      }
+      if (data.is_const) {
+        Value c;
+        c.is_const = true;
+        c.elem = data.elem;
+        c.shape = shape;
+        int64_t outer = product(data.shape, 0, axis), inner = product(data.shape, axis + 1);
+        for (int64_t o = 0; o < outer; ++o)
+          for (int64_t k = 0; k < indices.count(); ++k) {
+            int64_t i = indices.i[k] < 0 ? indices.i[k] + dim : indices.i[k];
+            for (int64_t j = 0; j < inner; ++j) {
+              int64_t src = (o * dim + i) * inner + j;
+              if (is_float_type(c.elem))
+                c.f.push_back(data.f[src]);
+              else
+                c.i.push_back(data.i[src]);
+            }
+          }
+        return c;
+      }
+      if (indices.count() == 1) {  // one index: a slice (PyTorch's x[:, -1])
+        int64_t i = indices.i[0] < 0 ? indices.i[0] + dim : indices.i[0];
+        Shape offsets(rank, 0), sizes = data.shape, strides(rank, 1);
+        offsets[axis] = i;
+        sizes[axis] = 1;
+        Value s = slice(data, offsets, sizes, strides);
+        return reshape(s, shape);
+      }
+    }
+    // Run-time indices (or many constant ones): a generic reading data with tensor.extract.
+    std::string ds = ssa(data), dt = data.type();
+    std::string index_elem = indices.elem;
+    int64_t irank = int64_t(indices.shape.size());
+    Shape idx_shape = indices.shape;
+    // Indices are an input of the generic, mapped to their output dimensions.
+    std::vector<std::string> names;
+    Value out;
+    out.elem = data.elem;
+    out.shape = shape;
+    std::string init = empty(data.elem, shape);
+    out.ssa = fresh();
+    std::string imap = "affine_map<(" + dims_list(shape.size()) + ") -> (";
+    for (int64_t k = 0; k < irank; ++k)
+      imap += (k ? ", " : "") + std::string("d") + std::to_string(axis + k);
+    imap += ")>";
+    line(out.ssa + " = linalg.generic {indexing_maps = [" + imap + ", " +
+         broadcast_map(shape, shape) +
+         "], iterator_types = " + iterators(std::vector<bool>(shape.size(), false)) + "} ins(" +
+         ssa(indices) + " : " + indices.type() + ") outs(" + init + " : " + out.type() + ") {");
+    std::string iv = "%b" + std::to_string(next_id_++), ov = "%b" + std::to_string(next_id_++);
+    line("^bb0(" + iv + ": " + index_elem + ", " + ov + ": " + data.elem + "):");
+    std::string as_index = fresh();
+    line("  " + as_index + " = arith.index_cast " + iv + " : " + index_elem + " to index");
+    std::string dim_c = fresh();
+    line("  " + dim_c + " = arith.constant " + std::to_string(dim) + " : index");
+    std::string zero = fresh();
+    line("  " + zero + " = arith.constant 0 : index");
+    std::string neg = fresh();
+    line("  " + neg + " = arith.cmpi slt, " + as_index + ", " + zero + " : index");
+    std::string wrapped = fresh();
+    line("  " + wrapped + " = arith.addi " + as_index + ", " + dim_c + " : index");
+    std::string idx = fresh();
+    line("  " + idx + " = arith.select " + neg + ", " + wrapped + ", " + as_index + " : index");
+    // Out-of-range indices would read outside the tensor: clamp (ONNX leaves them undefined).
+    std::string max_i = fresh();
+    line("  " + max_i + " = arith.constant " + std::to_string(std::max<int64_t>(dim - 1, 0)) +
+         " : index");
+    std::string clamped = fresh();
+    line("  " + clamped + " = arith.minsi " + idx + ", " + max_i + " : index");
+    std::string clamped2 = fresh();
+    line("  " + clamped2 + " = arith.maxsi " + clamped + ", " + zero + " : index");
+    std::vector<std::string> src;
+    for (int64_t k = 0; k < axis; ++k) src.push_back(index_of(int(k)));
+    src.push_back(clamped2);
+    for (int64_t k = axis + 1; k < rank; ++k) src.push_back(index_of(int(k + irank - 1)));
+    std::string list;
+    for (size_t k = 0; k < src.size(); ++k) list += (k ? ", " : "") + src[k];
+    std::string r = fresh();
+    line("  " + r + " = tensor.extract " + ds + "[" + list + "] : " + dt);
+    line("  linalg.yield " + r + " : " + data.elem);
+    line("} -> " + out.type());
+    return out;
+  }
+
+  Value expand() {
+    Value& x = input(0);
+    Shape target = const_ints(1, "shape");
+    Shape shape = broadcast_shapes({x.shape, target}, where_);
+    if (x.is_const && product(shape) <= 4096) {
+      Value c;
+      c.is_const = true;
+      c.elem = x.elem;
+      c.shape = shape;
+      for (int64_t k = 0; k < product(shape); ++k) {
+        int64_t j = broadcast_index(k, shape, x.shape);
+        if (is_float_type(c.elem))
+          c.f.push_back(x.f[j]);
+        else
+          c.i.push_back(x.i[j]);
+      }
+      return c;
+    }
+    return broadcast_to(x, shape);
+  }
+
+  Value tile() {
+    Value& x = input(0);
+    std::vector<int64_t> repeats = const_ints(1, "repeats");
+    Shape shape = x.shape;
+    for (size_t k = 0; k < shape.size(); ++k) shape[k] *= repeats.at(k);
+    Shape in_shape = x.shape;
+    return index_map(x, shape, [&, in_shape](int k, const std::string& idx) {
+      if (in_shape[k] == shape[k]) return idx;
+      std::string r = fresh();
+      line("  " + r + " = affine.apply affine_map<(d0) -> (d0 mod " + std::to_string(in_shape[k]) +
+           ")>(" + idx + ")");
+      return r;
+    });
+  }
+
+  Value pad_node() {
+    Value& x = input(0);
+    std::string mode = attr_string("mode", "constant");
+    if (mode != "constant") fail(where_ + ": pad mode '" + mode + "' is not supported");
+    std::vector<int64_t> pads;
+    double value = 0;
+    if (opset_ >= 11) {
+      pads = const_ints(1, "pads");
+      if (has_input(2)) value = const_input(2, "constant_value").as_double(0);
+    } else {
+      pads = attr_ints("pads").value_or(std::vector<int64_t>{});
+      value = attr_float("value", 0);
+    }
+    size_t rank = x.shape.size();
+    Shape low(rank, 0), high(rank, 0);
+    if (opset_ >= 18 && has_input(3)) fail(where_ + ": axes are not supported");
+    if (pads.size() != 2 * rank) fail(where_ + ": pads has the wrong length");
+    for (size_t k = 0; k < rank; ++k) {
+      low[k] = pads[k];
+      high[k] = pads[k + rank];
+      if (low[k] < 0 || high[k] < 0) fail(where_ + ": negative pads are not supported");
+    }
+    return pad(x, low, high, value);
+  }
+
+  Value matmul(Value& a_in, Value& b_in) {
+    Value a = a_in, b = b_in;
+    bool a_vec = a.shape.size() == 1, b_vec = b.shape.size() == 1;
+    if (a_vec) a = reshape(a, {1, a.shape[0]});
+    if (b_vec) b = reshape(b, {b.shape[0], 1});
+    if (a.elem != b.elem) fail(where_ + ": inputs of different element types");
+    size_t ra = a.shape.size(), rb = b.shape.size();
+    int64_t m = a.shape[ra - 2], k = a.shape[ra - 1], n = b.shape[rb - 1];
+    if (b.shape[rb - 2] != k)
+      fail(where_ + ": shapes " + shape_to_string(a_in.shape) + " and " +
+           shape_to_string(b_in.shape) + " cannot be multiplied");
+    Shape batch_a(a.shape.begin(), a.shape.end() - 2), batch_b(b.shape.begin(), b.shape.end() - 2);
+    Shape batch = broadcast_shapes({batch_a, batch_b}, where_);
+    Shape out_shape = batch;
+    out_shape.push_back(m);
+    out_shape.push_back(n);
+    std::string elem = a.elem;
+    Value result;
+    if (batch_b.empty() || product(batch_b) == 1) {
+      // [batch..., M, K] x [K, N]: one matmul over the flattened rows.
+      Value a2 = broadcast_to(a, [&] {
+        Shape s = batch;
+        s.push_back(m);
+        s.push_back(k);
+        return s;
+      }());
+      Value a_flat = reshape(a2, {product(batch) * m, k});
+      Value b_flat = reshape(b, {k, n});
+      Value r = contraction("linalg.matmul", a_flat, b_flat, {product(batch) * m, n}, elem);
+      result = reshape(r, out_shape);
+    } else {
+      Shape sa = batch, sb = batch;
+      sa.push_back(m);
+      sa.push_back(k);
+      sb.push_back(k);
+      sb.push_back(n);
+      Value a2 = broadcast_to(a, sa), b2 = broadcast_to(b, sb);
+      int64_t nb = product(batch);
+      Value a3 = reshape(a2, {nb, m, k}), b3 = reshape(b2, {nb, k, n});
+      Value r = contraction("linalg.batch_matmul", a3, b3, {nb, m, n}, elem);
+      result = reshape(r, out_shape);
+    }
+    if (a_vec || b_vec) {
+      Shape s = batch;
+      if (!a_vec) s.push_back(m);
+      if (!b_vec) s.push_back(n);
+      result = reshape(result, s);
+    }
+    return result;
+  }
+
+  Value contraction(const std::string& name, Value& a, Value& b, const Shape& out_shape,
+                    const std::string& elem) {
+    std::string acc = filled(elem, out_shape, 0);
+    Value out;
+    out.elem = elem;
+    out.shape = out_shape;
+    out.ssa = fresh();
+    line(out.ssa + " = " + name + " ins(" + ssa(a) + ", " + ssa(b) + " : " + a.type() + ", " +
+         b.type() + ") outs(" + acc + " : " + out.type() + ") -> " + out.type());
+    return out;
+  }
+
+  Value gemm() {
+    Value a = input(0), b = input(1);
+    if (attr_int("transA", 0)) a = transpose(a, {1, 0});
+    if (attr_int("transB", 0)) b = transpose(b, {1, 0});
+    double alpha = attr_float("alpha", 1.0), beta = attr_float("beta", 1.0);
+    Value y = matmul(a, b);
+    if (alpha != 1.0) {
+      Value k = make_const_floats(y.elem, {}, {alpha});
+      y = binary("Mul", y, k);
+    }
+    if (has_input(2) && beta != 0.0) {
+      Value c = input(2);
+      if (beta != 1.0) {
+        Value k = make_const_floats(c.elem, {}, {beta});
+        c = binary("Mul", c, k);
+      }
+      y = binary("Add", y, c);
+    }
+    return y;
+  }
+
+  // Spatial attributes of Conv and pools: kernel, strides, dilations, pads (low, high).
+  struct Window {
+    Shape kernel, strides, dilations, low, high, out;
+  };
+  Window window(const Shape& in_spatial, const Shape& kernel, bool ceil_mode) {
+    size_t n = in_spatial.size();
+    Window w;
+    w.kernel = kernel;
+    w.strides = attr_ints("strides").value_or(Shape(n, 1));
+    w.dilations = attr_ints("dilations").value_or(Shape(n, 1));
+    Shape pads = attr_ints("pads").value_or(Shape(2 * n, 0));
+    if (w.strides.size() != n || w.dilations.size() != n || pads.size() != 2 * n)
+      fail(where_ + ": strides, dilations or pads do not match the kernel's rank");
+    std::string auto_pad = attr_string("auto_pad", "NOTSET");
+    w.low.assign(pads.begin(), pads.begin() + n);
+    w.high.assign(pads.begin() + n, pads.end());
+    for (size_t k = 0; k < n; ++k) {
+      int64_t extent = (kernel[k] - 1) * w.dilations[k] + 1;
+      if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+        int64_t out = (in_spatial[k] + w.strides[k] - 1) / w.strides[k];
+        int64_t total = std::max<int64_t>(0, (out - 1) * w.strides[k] + extent - in_spatial[k]);
+        w.low[k] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+        w.high[k] = total - w.low[k];
+      } else if (auto_pad == "VALID") {
+        w.low[k] = w.high[k] = 0;
+      }
+      int64_t padded = in_spatial[k] + w.low[k] + w.high[k];
+      if (padded < extent) fail(where_ + ": the kernel is larger than the padded input");
+      int64_t span = padded - extent;
+      int64_t out =
+          ceil_mode ? (span + w.strides[k] - 1) / w.strides[k] + 1 : span / w.strides[k] + 1;
+      // A last window that would start in the end padding is dropped (ONNX, PyTorch).
+      if (ceil_mode && (out - 1) * w.strides[k] >= in_spatial[k] + w.low[k]) --out;
+      w.out.push_back(out);
+    }
+    return w;
+  }
+
+  static std::string i64_list(const Shape& s) {
+    std::string out;
+    for (size_t k = 0; k < s.size(); ++k) out += (k ? ", " : "") + std::to_string(s[k]);
+    return out;
+  }
+
+  // Conv, 1-D and 2-D (1-D as 2-D with height 1); groups, depthwise, bias.
+  Value conv() {
+    Value x = input(0), w = input(1);
+    size_t spatial = x.shape.size() - 2;
+    if (spatial != 1 && spatial != 2)
+      fail(where_ + ": only 1-D and 2-D convolutions are supported");
+    Shape kernel(w.shape.begin() + 2, w.shape.end());
+    if (auto ks = attr_ints("kernel_shape")) kernel = *ks;
+    Window win = window(Shape(x.shape.begin() + 2, x.shape.end()), kernel, false);
+    if (spatial == 1) {
+      x = reshape(x, {x.shape[0], x.shape[1], 1, x.shape[2]});
+      w = reshape(w, {w.shape[0], w.shape[1], 1, w.shape[2]});
+      win.kernel.insert(win.kernel.begin(), 1);
+      win.strides.insert(win.strides.begin(), 1);
+      win.dilations.insert(win.dilations.begin(), 1);
+      win.low.insert(win.low.begin(), 0);
+      win.high.insert(win.high.begin(), 0);
+      win.out.insert(win.out.begin(), 1);
+    }
+    int64_t n = x.shape[0], c = x.shape[1], f = w.shape[0];
+    int64_t group = attr_int("group", 1);
+    if (c % group || f % group || w.shape[1] != c / group)
+      fail(where_ + ": channels do not match the groups");
+    Value padded = pad(x, {0, 0, win.low[0], win.low[1]}, {0, 0, win.high[0], win.high[1]}, 0);
+    std::string attrs = "{dilations = dense<[" + i64_list(win.dilations) +
+                        "]> : tensor<2xi64>, strides = dense<[" + i64_list(win.strides) +
+                        "]> : tensor<2xi64>}";
+    std::string elem = x.elem;
+    Shape out_shape = {n, f, win.out[0], win.out[1]};
+    Value y;
+    if (group == 1) {
+      y = conv_op("linalg.conv_2d_nchw_fchw", attrs, padded, w, out_shape, elem);
+    } else if (group == c && f == c) {
+      Value wd = reshape(w, {c, win.kernel[0], win.kernel[1]});
+      y = conv_op("linalg.depthwise_conv_2d_nchw_chw", attrs, padded, wd, out_shape, elem);
+    } else {
+      Value xg = reshape(padded, {n, group, c / group, padded.shape[2], padded.shape[3]});
+      Value wg = reshape(w, {group, f / group, c / group, win.kernel[0], win.kernel[1]});
+      Value yg = conv_op("linalg.conv_2d_ngchw_gfchw", attrs, xg, wg,
+                         {n, group, f / group, win.out[0], win.out[1]}, elem);
+      y = reshape(yg, out_shape);
+    }
+    if (has_input(2)) {
+      Value b = reshape(input(2), {f, 1, 1});
+      y = binary("Add", y, b);
+    }
+    if (spatial == 1) y = reshape(y, {n, f, win.out[1]});
+    return y;
+  }
+
+  Value conv_op(const std::string& name, const std::string& attrs, Value& x, Value& w,
+                const Shape& out_shape, const std::string& elem) {
+    std::string acc = filled(elem, out_shape, 0);
+    Value out;
+    out.elem = elem;
+    out.shape = out_shape;
+    out.ssa = fresh();
+    line(out.ssa + " = " + name + " " + attrs + " ins(" + ssa(x) + ", " + ssa(w) + " : " +
+         x.type() + ", " + w.type() + ") outs(" + acc + " : " + out.type() + ") -> " + out.type());
+    return out;
+  }
+
+  Value pool(bool is_max) {
+    Value x = input(0);
+    if (node_->output_size() > 1 && !node_->output(1).empty())
+      fail(where_ + ": the Indices output of MaxPool is not supported");
+    size_t spatial = x.shape.size() - 2;
+    if (spatial != 1 && spatial != 2) fail(where_ + ": only 1-D and 2-D pooling is supported");
+    Shape kernel = attr_ints("kernel_shape").value_or(Shape{});
+    if (kernel.size() != spatial) fail(where_ + ": kernel_shape is missing or of the wrong rank");
+    bool ceil_mode = attr_int("ceil_mode", 0) != 0;
+    Shape in_spatial(x.shape.begin() + 2, x.shape.end());
+    Window win = window(in_spatial, kernel, ceil_mode);
+    if (spatial == 1) {
+      x = reshape(x, {x.shape[0], x.shape[1], 1, x.shape[2]});
+      in_spatial.insert(in_spatial.begin(), 1);
+      for (Shape* s : {&win.kernel, &win.strides, &win.dilations, &win.out})
+        s->insert(s->begin(), 1);
+      win.low.insert(win.low.begin(), 0);
+      win.high.insert(win.high.begin(), 0);
+    }
+    // Extra end padding for windows ceil_mode adds.
+    Shape high = win.high;
+    for (int k = 0; k < 2; ++k) {
+      int64_t need = (win.out[k] - 1) * win.strides[k] + (win.kernel[k] - 1) * win.dilations[k] + 1;
+      int64_t have = in_spatial[k] + win.low[k] + win.high[k];
+      if (need > have) high[k] += need - have;
+    }
+    std::string elem = x.elem;
+    double fill = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
+    Value padded = pad(x, {0, 0, win.low[0], win.low[1]}, {0, 0, high[0], high[1]}, fill);
+    Shape out_shape = {x.shape[0], x.shape[1], win.out[0], win.out[1]};
+    std::string attrs = "{dilations = dense<[" + i64_list(win.dilations) +
+                        "]> : tensor<2xi64>, strides = dense<[" + i64_list(win.strides) +
+                        "]> : tensor<2xi64>}";
+    std::string window_t = empty(elem, {win.kernel[0], win.kernel[1]});
+    std::string acc = filled(elem, out_shape, fill);
+    Value y;
+    y.elem = elem;
+    y.shape = out_shape;
+    y.ssa = fresh();
+    line(y.ssa + " = " +
+         std::string(is_max ? "linalg.pooling_nchw_max" : "linalg.pooling_nchw_sum") + " " + attrs +
+         " ins(" + ssa(padded) + ", " + window_t + " : " + padded.type() + ", " +
+         tensor_type(elem, {win.kernel[0], win.kernel[1]}) + ") outs(" + acc + " : " + y.type() +
+         ") -> " + y.type());
+    if (!is_max) {
+      // Divide by the number of elements each window covered (pads counted only when asked).
+      bool include_pad = attr_int("count_include_pad", 0) != 0;
+      std::vector<double> counts;
+      for (int64_t oh = 0; oh < win.out[0]; ++oh)
+        for (int64_t ow = 0; ow < win.out[1]; ++ow) {
+          int64_t count = 1;
+          int64_t pos[2] = {oh, ow};
+          for (int k = 0; k < 2; ++k) {
+            int64_t lo_limit = include_pad ? -win.low[k] : 0;
+            int64_t hi_limit = include_pad ? in_spatial[k] + win.high[k] : in_spatial[k];
+            int64_t covered = 0;
+            for (int64_t j = 0; j < win.kernel[k]; ++j) {
+              int64_t p = pos[k] * win.strides[k] - win.low[k] + j * win.dilations[k];
+              covered += p >= lo_limit && p < hi_limit;
+            }
+            count *= covered;
+          }
+          counts.push_back(double(std::max<int64_t>(count, 1)));
+        }
+      Value divisor = make_const_floats(elem, {win.out[0], win.out[1]}, counts);
+      bool uniform =
+          std::all_of(counts.begin(), counts.end(), [&](double c) { return c == counts[0]; });
+      if (uniform) divisor = make_const_floats(elem, {}, {counts[0]});
+      y = binary("Div", y, divisor);
+    }
+    if (spatial == 1) y = reshape(y, {out_shape[0], out_shape[1], out_shape[3]});
+    return y;
+  }
+
+  Value global_pool(bool is_max) {
+    Value& x = input(0);
+    std::vector<int64_t> axes;
+    for (size_t k = 2; k < x.shape.size(); ++k) axes.push_back(int64_t(k));
+    std::string elem = x.elem;
+    if (is_max) {
+      return reduce(
+          x, axes, true, elem, -std::numeric_limits<double>::infinity(),
+          [](const std::string& v) { return v; },
+          [&, elem](const std::string& a, const std::string& v) {
+            return op("arith.maximumf", {a, v}, elem);
+          });
+    }
+    Value sum = reduce(
+        x, axes, true, elem, 0, [](const std::string& v) { return v; },
+        [&, elem](const std::string& a, const std::string& v) {
+          return op("arith.addf", {a, v}, elem);
+        });
+    Value n = make_const_floats(elem, {}, {double(product(x.shape, 2))});
+    return binary("Div", sum, n);
+  }
+
+  Value batch_norm() {
+    Value& x = input(0);
+    if (attr_int("training_mode", 0)) fail(where_ + ": training mode is not supported");
+    double eps = attr_float("epsilon", 1e-5);
+    Shape param_shape = {x.shape[1]};
+    for (size_t k = 2; k < x.shape.size(); ++k) param_shape.push_back(1);
+    Value scale = reshape(input(1), param_shape), bias = reshape(input(2), param_shape);
+    Value mean = reshape(input(3), param_shape), var = reshape(input(4), param_shape);
+    std::string elem = x.elem;
+    return elementwise(
+        {&x, &scale, &bias, &mean, &var}, elem, x.shape,
+        [&, elem, eps](const std::vector<std::string>& a) {
+          std::string centered = op("arith.subf", {a[0], a[3]}, elem);
+          std::string denom =
+              op("math.sqrt", {op("arith.addf", {a[4], k_in_body(elem, eps)}, elem)}, elem);
+          std::string norm = op("arith.divf", {centered, denom}, elem);
+          return op("arith.addf", {op("arith.mulf", {norm, a[1]}, elem), a[2]}, elem);
+        });
+  }
+
+  Value sum_over(Value& x, const std::vector<int64_t>& axes) {
+    std::string elem = x.elem;
+    return reduce(
+        x, axes, true, elem, 0, [](const std::string& v) { return v; },
+        [&, elem](const std::string& a, const std::string& v) {
+          return op("arith.addf", {a, v}, elem);
+        });
+  }
+
+  Value layer_norm() {
+    Value x = input(0);
+    int64_t rank = int64_t(x.shape.size());
+    int64_t axis = normalize_axis(attr_int("axis", -1), rank, where_);
+    double eps = attr_float("epsilon", 1e-5);
+    for (int k = 1; k < node_->output_size(); ++k)
+      if (!node_->output(k).empty())
+        fail(where_ + ": the Mean and InvStdDev outputs are not supported");
+    std::vector<int64_t> axes;
+    for (int64_t k = axis; k < rank; ++k) axes.push_back(k);
+    double n = double(product(x.shape, axis));
+    std::string elem = x.elem;
+    Value sum = sum_over(x, axes);
+    Value count = make_const_floats(elem, {}, {n});
+    Value mean = binary("Div", sum, count);
+    Value centered = binary("Sub", x, mean);
+    Value squared = binary("Mul", centered, centered);
+    Value var_sum = sum_over(squared, axes);
+    Value scale = input(1);
+    std::vector<Value*> ins = {&centered, &var_sum, &scale};
+    Value bias;
+    if (has_input(2)) {
+      bias = input(2);
+      ins.push_back(&bias);
+    }
+    bool with_bias = has_input(2);
+    return elementwise(
+        ins, elem, x.shape, [&, elem, eps, n, with_bias](const std::vector<std::string>& a) {
+          std::string var = op("arith.divf", {a[1], k_in_body(elem, n)}, elem);
+          std::string denom =
+              op("math.sqrt", {op("arith.addf", {var, k_in_body(elem, eps)}, elem)}, elem);
+          std::string y = op("arith.mulf", {op("arith.divf", {a[0], denom}, elem), a[2]}, elem);
+          return with_bias ? op("arith.addf", {y, a[3]}, elem) : y;
+        });
+  }
+
+  Value softmax(bool log) {
+    Value x = input(0);
+    int64_t rank = int64_t(x.shape.size());
+    int64_t axis = normalize_axis(attr_int("axis", opset_ >= 13 ? -1 : 1), rank, where_);
+    Shape original = x.shape;
+    std::vector<int64_t> axes;
+    if (opset_ < 13) {  // softmax over the flattened dimensions from `axis` on
+      x = reshape(x, {product(original, 0, axis), product(original, axis)});
+      axes = {1};
+    } else {
+      axes = {axis};
+    }
+    std::string elem = x.elem;
+    Value max = reduce(
+        x, axes, true, elem, -std::numeric_limits<double>::infinity(),
+        [](const std::string& v) { return v; },
+        [&, elem](const std::string& a, const std::string& v) {
+          return op("arith.maximumf", {a, v}, elem);
+        });
+    Value shifted = binary("Sub", x, max);
+    Value e = unary("Exp", shifted);
+    Value sum = sum_over(e, axes);
+    Value y = log ? binary("Sub", shifted, unary("Log", sum)) : binary("Div", e, sum);
+    return reshape(y, original);
+  }
+
+  Value reduce_node(const std::string& t) {
+    Value& x = input(0);
+    int64_t rank = int64_t(x.shape.size());
+    bool keepdims = attr_int("keepdims", 1) != 0;
+    std::optional<std::vector<int64_t>> axes_given;
+    bool axes_as_input = (t == "ReduceSum" && opset_ >= 13) || opset_ >= 18;
+    if (axes_as_input) {
+      if (has_input(1)) axes_given = const_ints(1, "axes");
+    } else {
+      axes_given = attr_ints("axes");
+    }
+    std::vector<int64_t> axes;
+    if (axes_given && !axes_given->empty()) {
+      for (int64_t a : *axes_given) axes.push_back(normalize_axis(a, rank, where_));
+    } else if (attr_int("noop_with_empty_axes", 0)) {
+      return x;
+    } else {
+      for (int64_t k = 0; k < rank; ++k) axes.push_back(k);
+    }
+    std::string elem = x.elem;
+    bool f = is_float_type(elem);
+    auto id = [](const std::string& v) { return v; };
+    auto add = [&, elem, f](const std::string& a, const std::string& v) {
+      return op(f ? "arith.addf" : "arith.addi", {a, v}, elem);
+    };
+    int64_t count = 1;
+    for (int64_t a : axes) count *= x.shape[a];
+    if (t == "ReduceSum") return reduce(x, axes, keepdims, elem, 0, id, add);
+    if (t == "ReduceMean") {
+      Value s = reduce(x, axes, keepdims, elem, 0, id, add);
+      Value n =
+          f ? make_const_floats(elem, {}, {double(count)}) : make_const_ints({}, {count}, elem);
+      return binary("Div", s, n);
+    }
+    if (t == "ReduceMax" || t == "ReduceMin") {
+      bool is_max = t == "ReduceMax";
+      double init = f ? (is_max ? -1 : 1) * std::numeric_limits<double>::infinity()
+                      : double(is_max ? std::numeric_limits<int32_t>::min()
+                                      : std::numeric_limits<int32_t>::max());
+      if (!f && elem == "i64")
+        init = is_max ? double(std::numeric_limits<int64_t>::min())
+                      : double(std::numeric_limits<int64_t>::max());
+      std::string name = f ? (is_max ? "arith.maximumf" : "arith.minimumf")
+                           : (is_max ? "arith.maxsi" : "arith.minsi");
+      return reduce(x, axes, keepdims, elem, init, id,
+                    [&, elem, name](const std::string& a, const std::string& v) {
+                      return op(name, {a, v}, elem);
+                    });
+    }
+    if (t == "ReduceProd")
+      return reduce(x, axes, keepdims, elem, 1, id,
+                    [&, elem, f](const std::string& a, const std::string& v) {
+                      return op(f ? "arith.mulf" : "arith.muli", {a, v}, elem);
+                    });
+    if (!f) fail(where_ + ": " + t + " of integers is not supported");
+    if (t == "ReduceSumSquare" || t == "ReduceL2") {
+      Value s = reduce(
+          x, axes, keepdims, elem, 0,
+          [&, elem](const std::string& v) {
+            return op("arith.mulf", {v, v}, elem);
+          },
+          add);
+      return t == "ReduceL2" ? unary("Sqrt", s) : s;
+    }
+    if (t == "ReduceL1")
+      return reduce(
+          x, axes, keepdims, elem, 0,
+          [&, elem](const std::string& v) { return op("math.absf", {v}, elem); }, add);
+    if (t == "ReduceLogSum") {
+      Value s = reduce(x, axes, keepdims, elem, 0, id, add);
+      return unary("Log", s);
+    }
+    if (t == "ReduceLogSumExp") {
+      Value m = reduce(x, axes, true, elem, -std::numeric_limits<double>::infinity(), id,
+                       [&, elem](const std::string& a, const std::string& v) {
+                         return op("arith.maximumf", {a, v}, elem);
+                       });
+      Value shifted = binary("Sub", x, m);
+      Value e = unary("Exp", shifted);
+      Value s = reduce(e, axes, true, elem, 0, id, add);
+      Value r = binary("Add", unary("Log", s), m);
+      if (keepdims) return r;
+      Shape shape;
+      for (int64_t k = 0; k < rank; ++k)
+        if (std::find(axes.begin(), axes.end(), k) == axes.end()) shape.push_back(x.shape[k]);
+      return reshape(r, shape);
+    }
+    fail(where_ + ": unsupported reduction");
+  }
+
+  Value arg_reduce(bool is_max) {
+    Value& x = input(0);
+    int64_t rank = int64_t(x.shape.size());
+    int64_t axis = normalize_axis(attr_int("axis", 0), rank, where_);
+    bool keepdims = attr_int("keepdims", 1) != 0;
+    bool last = attr_int("select_last_index", 0) != 0;
+    std::string elem = x.elem;
+    bool f = is_float_type(elem);
+    Shape out_shape;
+    std::string out_map = "affine_map<(" + dims_list(rank) + ") -> (";
+    bool first = true;
+    std::vector<bool> reduced(rank, false);
+    reduced[axis] = true;
+    for (int64_t k = 0; k < rank; ++k) {
+      if (k == axis) continue;
+      out_shape.push_back(x.shape[k]);
+      out_map += (first ? "" : ", ") + std::string("d") + std::to_string(k);
+      first = false;
+    }
+    out_map += ")>";
+    double init = f ? (is_max ? -1 : 1) * std::numeric_limits<double>::infinity()
+                    : (is_max ? -9.2e18 : 9.2e18);
+    std::string best = filled(elem, out_shape, init);
+    std::string index = filled("i64", out_shape, 0);
+    std::string vt = tensor_type(elem, out_shape), it = tensor_type("i64", out_shape);
+    std::string r = fresh();
+    line(r + ":2 = linalg.generic {indexing_maps = [" + broadcast_map(x.shape, x.shape) + ", " +
+         out_map + ", " + out_map + "], iterator_types = " + iterators(reduced) + "} ins(" +
+         ssa(x) + " : " + x.type() + ") outs(" + best + ", " + index + " : " + vt + ", " + it +
+         ") {");
+    std::string v = "%b" + std::to_string(next_id_++), b = "%b" + std::to_string(next_id_++),
+                i = "%b" + std::to_string(next_id_++);
+    line("^bb0(" + v + ": " + elem + ", " + b + ": " + elem + ", " + i + ": i64):");
+    std::string pos = index_of(int(axis));
+    std::string pos64 = fresh();
+    line("  " + pos64 + " = arith.index_cast " + pos + " : index to i64");
+    std::string pred = is_max ? (last ? "oge" : "ogt") : (last ? "ole" : "olt");
+    std::string ipred = is_max ? (last ? "sge" : "sgt") : (last ? "sle" : "slt");
+    std::string better = cmp(elem, pred, ipred, v, b);
+    // The first element always wins (covers NaN-free inputs equal to the initial value).
+    std::string zero = fresh();
+    line("  " + zero + " = arith.constant 0 : index");
+    std::string is_first = fresh();
+    line("  " + is_first + " = arith.cmpi eq, " + pos + ", " + zero + " : index");
+    std::string take = fresh();
+    line("  " + take + " = arith.ori " + better + ", " + is_first + " : i1");
+    std::string nb = select(take, v, b, elem);
+    std::string ni = select(take, pos64, i, "i64");
+    line("  linalg.yield " + nb + ", " + ni + " : " + elem + ", i64");
+    line("} -> (" + vt + ", " + it + ")");
+    Value out;
+    out.elem = "i64";
+    out.shape = out_shape;
+    out.ssa = r + "#1";
+    if (keepdims) {
+      Shape kept = x.shape;
+      kept[axis] = 1;
+      return reshape(out, kept);
+    }
+    return out;
+  }
+
+  Value trilu() {
+    Value& x = input(0);
+    bool upper = attr_int("upper", 1) != 0;
+    int64_t k = has_input(1) ? const_input(1, "k").as_int(0) : 0;
+    size_t rank = x.shape.size();
+    if (rank < 2) fail(where_ + ": input must have rank >= 2");
+    std::string elem = x.elem;
+    return elementwise({&x}, elem, x.shape,
+                       [&, upper, k, rank, elem](const std::vector<std::string>& a) {
+                         std::string row = index_of(int(rank - 2)), col = index_of(int(rank - 1));
+                         std::string diff = fresh();
+                         line("  " + diff + " = arith.subi " + col + ", " + row + " : index");
+                         std::string kc = fresh();
+                         line("  " + kc + " = arith.constant " + std::to_string(k) + " : index");
+                         std::string keep = fresh();
+                         line("  " + keep + " = arith.cmpi " + (upper ? "sge" : "sle") + ", " +
+                              diff + ", " + kc + " : index");
+                         return select(keep, a[0], k_in_body(elem, 0), elem);
+                       });
+  }
+
+  const onnx::ModelProto& model_;
+  const ImportRequest& request_;
+  int64_t opset_ = 0;
+  std::map<std::string, Value> values_;
+  const onnx::NodeProto* node_ = nullptr;
+  std::string where_;
+  std::ostringstream body_;
+  int next_id_ = 0;
+};
+
+}  // namespace
+
+Result<std::string> import(const ImportRequest& request) {
+  onnx::ModelProto model;
+  if (request.model_bytes->size() > size_t(std::numeric_limits<int>::max()) ||
+      !model.ParseFromString(*request.model_bytes))
+    return invalid_argument(request.model_name +
+                            ": error: not a valid ONNX model (protobuf parsing failed); is the "
+                            "file complete? re-export it");
+  try {
+    Importer importer(model, request);
+    return importer.run();
+  } catch (const ImportError& e) {
+    return unimplemented(request.model_name + ": error: " + e.message);
+  } catch (const std::exception& e) {
+    return invalid_argument(request.model_name + ": error: " + e.what());
+  }
+}
+
+}  // namespace kiln::onnx_import
+
+extern "C" __attribute__((visibility("default"))) kiln::Result<std::string>
+kiln_onnx_import_to_mlir(const kiln::onnx_import::ImportRequest& request) {
+  return kiln::onnx_import::import(request);
+}

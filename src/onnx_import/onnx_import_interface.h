@@ -1,0 +1,24 @@
+// The boundary between libkiln and libkiln_onnx_import (which links protobuf and libonnx). The
+// runtime dlopens the importer only on a cache miss, so this header includes neither.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kiln/status.h"
+
+namespace kiln::onnx_import {
+
+struct ImportRequest {
+  const std::string* model_bytes = nullptr;
+  std::string model_name;  // for messages
+  // Every graph input's static shape, in graph order.
+  std::vector<std::vector<int64_t>> input_shapes;
+};
+
+// MLIR text: `func.func @main(inputs..., bound weights...) -> (outputs...)`.
+using ImportFn = Result<std::string> (*)(const ImportRequest& request);
+inline constexpr const char* kImportSymbol = "kiln_onnx_import_to_mlir";
+
+}  // namespace kiln::onnx_import

@@ -1,0 +1,93 @@
+#!/usr/bin/python3
+"""Exports the real-model test set with PyTorch's ONNX exporter: random init (fixed seed), eval
+mode, batch 1. For each model writes NAME_opsetN.onnx, NAME.input.npy and NAME.expected.npy
+(PyTorch eager's output), so tests compare kiln against PyTorch without importing torch.
+
+usage: export_models.py OUT_DIR [NAME ...]"""
+import os
+import sys
+
+import numpy as np
+import torch
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 128), torch.nn.GELU(),
+            torch.nn.Linear(128, 10))
+
+    def forward(self, x):
+        return torch.softmax(self.net(x), dim=-1)
+
+
+class SmallCnn(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(8)
+        self.conv2 = torch.nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=8)
+        self.pool = torch.nn.MaxPool2d(2, ceil_mode=True)
+        self.fc = torch.nn.Linear(8 * 4 * 4, 5)
+
+    def forward(self, x):
+        x = torch.relu(self.bn(self.conv1(x)))
+        x = torch.nn.functional.hardswish(self.conv2(x))
+        x = self.pool(x)
+        x = torch.nn.functional.avg_pool2d(x, 3, stride=1, padding=1, count_include_pad=False)
+        return self.fc(torch.flatten(x, 1))
+
+
+def transformer():
+    layer = torch.nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64,
+                                             dropout=0.0, batch_first=True)
+    return torch.nn.TransformerEncoder(layer, num_layers=2)
+
+
+def build(name):
+    import torchvision
+    if name == "mlp":
+        return Mlp(), (1, 64)
+    if name == "small_cnn":
+        return SmallCnn(), (1, 3, 16, 16)
+    if name == "resnet18":
+        return torchvision.models.resnet18(weights=None), (1, 3, 224, 224)
+    if name == "mobilenet_v2":
+        return torchvision.models.mobilenet_v2(weights=None), (1, 3, 224, 224)
+    if name == "squeezenet1_1":
+        return torchvision.models.squeezenet1_1(weights=None), (1, 3, 224, 224)
+    if name == "transformer":
+        return transformer(), (1, 16, 32)
+    raise SystemExit("unknown model " + name)
+
+
+def main():
+    out = sys.argv[1]
+    names = sys.argv[2:] or ["mlp", "small_cnn", "transformer", "resnet18", "mobilenet_v2"]
+    os.makedirs(out, exist_ok=True)
+    for name in names:
+        torch.manual_seed(0)
+        model, shape = build(name)
+        model.eval()
+        # BatchNorm statistics other than the defaults, so folding them is tested.
+        for m in model.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.5, 0.5)
+                m.running_var.uniform_(0.5, 1.5)
+        x = torch.rand(shape) * 2 - 1
+        with torch.no_grad():
+            y = model(x)
+        np.save(os.path.join(out, name + ".input.npy"), x.numpy())
+        np.save(os.path.join(out, name + ".expected.npy"), y.numpy())
+        for opset in (13, 17):
+            path = os.path.join(out, "%s_opset%d.onnx" % (name, opset))
+            # With gradients on, nn.TransformerEncoder takes its exportable path, not the fused
+            # inference kernel the exporter cannot express.
+            torch.onnx.export(model, (x,), path, opset_version=opset, input_names=["input"],
+                              output_names=["output"])
+        print("exported", name)
+
+
+if __name__ == "__main__":
+    main()
