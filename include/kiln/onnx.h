@@ -63,8 +63,11 @@ struct OnnxWeight {
 };
 
 // Whether an initializer of this type and element count is bound at run time rather than folded
-// into the code. The importer and the key both follow this one rule.
-bool onnx_initializer_is_bound(int32_t element_type, int64_t element_count);
+// into the code: floating tensors of two or more elements, unless an op reads their values at
+// import time (`read_at_import`: Resize's roi and scales). OnnxModel decides with this rule and
+// hands its decision to the importer, so the key and the code always agree.
+bool onnx_initializer_is_bound(int32_t element_type, int64_t element_count, bool read_at_import);
+bool onnx_input_read_at_import(const std::string& op_type, int input_index);
 
 // A model as the runtime reads it: its interface, its bound weights, and a digest of everything
 // else.

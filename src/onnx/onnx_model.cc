@@ -3,6 +3,7 @@
 // not load them); the importer (src/onnx_import) reads the model with the real protobuf classes.
 #include <cstring>
 #include <fstream>
+#include <set>
 
 #include "core/digest.h"
 #include "kiln/file.h"
@@ -17,7 +18,7 @@ constexpr uint32_t kModelIrVersion = 1, kModelGraph = 7, kModelOpsetImport = 8;
 constexpr uint32_t kOpsetDomain = 1, kOpsetVersion = 2;
 constexpr uint32_t kGraphNode = 1, kGraphInitializer = 5, kGraphInput = 11, kGraphOutput = 12,
                    kGraphSparseInitializer = 15;
-constexpr uint32_t kNodeOpType = 4, kNodeDomain = 7;
+constexpr uint32_t kNodeInput = 1, kNodeOpType = 4, kNodeDomain = 7;
 constexpr uint32_t kValueName = 1, kValueType = 2;
 constexpr uint32_t kTypeTensor = 1;
 constexpr uint32_t kTensorTypeElemType = 1, kTensorTypeShape = 2;
@@ -264,10 +265,15 @@ Result<DType> dtype_of_onnx(int32_t type) {
   }
 }
 
-bool onnx_initializer_is_bound(int32_t element_type, int64_t element_count) {
+bool onnx_initializer_is_bound(int32_t element_type, int64_t element_count, bool read_at_import) {
   bool floating = element_type == int32_t(OnnxElementType::kFloat) ||
                   element_type == int32_t(OnnxElementType::kDouble);
-  return floating && element_count >= 16;
+  return floating && element_count >= 2 && !read_at_import;
+}
+
+bool onnx_input_read_at_import(const std::string& op_type, int input_index) {
+  // Floating inputs whose values shape the program (the others are integers, always folded).
+  return op_type == "Resize" && (input_index == 1 || input_index == 2);
 }
 
 Result<OnnxModel> OnnxModel::from_file(const std::string& path) {
@@ -310,6 +316,22 @@ Result<OnnxModel> OnnxModel::from_bytes(std::string bytes, std::string name,
       model.opsets_[domain] = version;
     } else if (top.number() == field::kModelGraph && top.wire_type() == kLengthDelimited) {
       have_graph = true;
+      // Initializers the importer reads (see onnx_input_read_at_import) stay folded.
+      std::set<std::string> read_at_import;
+      WireReader nodes = top.nested();
+      while (nodes.next()) {
+        if (nodes.number() != field::kGraphNode || nodes.wire_type() != kLengthDelimited) continue;
+        std::string op_type;
+        std::vector<std::string> node_inputs;
+        WireReader node = nodes.nested();
+        while (node.next()) {
+          if (node.wire_type() != kLengthDelimited) continue;
+          if (node.number() == field::kNodeInput) node_inputs.emplace_back(node.payload());
+          if (node.number() == field::kNodeOpType) op_type = std::string(node.payload());
+        }
+        for (size_t k = 0; k < node_inputs.size(); ++k)
+          if (onnx_input_read_at_import(op_type, int(k))) read_at_import.insert(node_inputs[k]);
+      }
       WireReader graph = top.nested();
       while (graph.next()) {
         uint32_t n = graph.number();
@@ -378,7 +400,9 @@ Result<OnnxModel> OnnxModel::from_bytes(std::string bytes, std::string name,
               return malformed(model.name_, "initializer '" + weight.name + "' has bad dimensions");
             count *= d;
           }
-          if (!onnx_initializer_is_bound(weight.element_type, count)) continue;
+          if (!onnx_initializer_is_bound(weight.element_type, count,
+                                         read_at_import.count(weight.name) > 0))
+            continue;
           if (!payload.packed)
             return unimplemented(model.name_ + ": error: initializer '" + weight.name +
                                  "' stores its values unpacked; re-save the model");

@@ -60,6 +60,8 @@ Result<std::string> import_onnx_to_mlir(const OnnxModel& model,
   request.model_bytes = &model.bytes();
   request.model_name = model.name();
   request.input_shapes = input_shapes;
+  request.model_directory = model.directory();
+  for (const OnnxWeight& w : model.weights()) request.bound_weights.push_back(w.name);
   return import(request);
 }
 

@@ -1,12 +1,13 @@
 // ONNX ModelProto → MLIR text in the dialects kiln compiles (linalg, tensor, arith, math). Shapes
 // are static: the caller fixes every input's shape, and the importer propagates shapes itself, so
 // every tensor type is known and shape arithmetic (Shape → Gather → Concat → Reshape chains) folds
-// to constants here. Bound weights (onnx_initializer_is_bound) become function arguments and their
+// to constants here. Bound weights (chosen by OnnxModel) become function arguments and their
 // values are never read; everything else an op needs at import time must be a constant.
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <map>
@@ -106,16 +107,38 @@ std::string scalar_literal(const std::string& elem, double value) {
 }
 
 // Reads a TensorProto's values (raw_data or the typed fields) as host data.
-Value tensor_value(const onnx::TensorProto& t, const std::string& where) {
+Value tensor_value(const onnx::TensorProto& t, const std::string& where,
+                   const std::string& directory = "") {
   Value v;
   v.is_const = true;
   v.elem = elem_or_fail(t.data_type(), where);
   for (int64_t d : t.dims()) v.shape.push_back(d);
   int64_t n = product(v.shape);
-  if (t.data_location() == onnx::TensorProto::EXTERNAL)
-    fail(where + ": an external-data tensor kiln needs the values of at import time");
-  const std::string& raw = t.raw_data();
-  bool has_raw = t.has_raw_data();
+  std::string external;
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string location;
+    int64_t offset = 0, length = -1;
+    for (const auto& e : t.external_data()) {
+      if (e.key() == "location") location = e.value();
+      if (e.key() == "offset") offset = std::atoll(e.value().c_str());
+      if (e.key() == "length") length = std::atoll(e.value().c_str());
+    }
+    if (directory.empty() || location.empty() || location[0] == '/' ||
+        location.find("..") != std::string::npos)
+      fail(where + ": external data '" + location + "' is outside the model's directory");
+    std::ifstream file(directory + "/" + location, std::ios::binary);
+    if (!file) fail(where + ": cannot open its external data file '" + location + "'");
+    file.seekg(offset);
+    if (length < 0) {
+      external.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+    } else {
+      external.resize(size_t(length));
+      file.read(external.data(), length);
+      if (file.gcount() != length) fail(where + ": its external data file is too short");
+    }
+  }
+  const std::string& raw = external.empty() ? t.raw_data() : external;
+  bool has_raw = t.has_raw_data() || !external.empty();
   auto need = [&](size_t width) {
     if (has_raw && raw.size() != size_t(n) * width)
       fail(where + ": raw_data holds " + std::to_string(raw.size()) + " bytes, the shape needs " +
@@ -240,12 +263,15 @@ class Importer {
       values_[input.name()] = v;
       ++input_index;
     }
+    std::set<std::string> bound(request_.bound_weights.begin(), request_.bound_weights.end());
+    size_t bound_seen = 0;
     for (const auto& init : graph.initializer()) {
-      int64_t n = 1;
       Shape shape(init.dims().begin(), init.dims().end());
-      n = product(shape);
       std::string where = "initializer '" + init.name() + "'";
-      if (onnx_initializer_is_bound(init.data_type(), n)) {
+      if (bound.count(init.name())) {
+        if (bound_seen >= request_.bound_weights.size() ||
+            request_.bound_weights[bound_seen++] != init.name())
+          fail("the bound weights are not in initializer order");
         Value v;
         v.elem = elem_or_fail(init.data_type(), where);
         v.shape = shape;
@@ -253,7 +279,7 @@ class Importer {
         arguments.push_back(v.ssa + ": " + v.type());
         values_[init.name()] = v;
       } else {
-        values_[init.name()] = tensor_value(init, where);
+        values_[init.name()] = tensor_value(init, where, request_.model_directory);
       }
     }
     for (const auto& node : graph.node()) {
@@ -403,8 +429,8 @@ class Importer {
   void check_supported(const onnx::GraphProto& graph) {
     std::string problems;
     int count = 0;
-    if (opset_ < 7 || opset_ > 17)
-      fail("default-domain opset " + std::to_string(opset_) + " is not supported (7 to 17 are)");
+    if (opset_ < 6 || opset_ > 17)
+      fail("default-domain opset " + std::to_string(opset_) + " is not supported (6 to 17 are)");
     for (const auto& node : graph.node()) {
       std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
       bool ok =
@@ -930,7 +956,7 @@ class Importer {
     if (t == "Add" || t == "Sub" || t == "Mul" || t == "Div" || t == "Pow" || t == "Equal" ||
         t == "Less" || t == "Greater" || t == "LessOrEqual" || t == "GreaterOrEqual" ||
         t == "And" || t == "Or" || t == "Xor" || t == "PRelu")
-      return {binary(t, input(0), input(1))};
+      return {binary(t, input(0), legacy_broadcast(input(0), input(1)))};
     if (t == "Max" || t == "Min" || t == "Sum" || t == "Mean") return {variadic(t)};
     if (t == "Where") return {where()};
     if (t == "Cast" || t == "CastLike") return {cast()};
@@ -1086,6 +1112,17 @@ class Importer {
       }
     }
     return src;
+  }
+
+  // Before opset 7, a binary op broadcast its second operand only when asked (`broadcast`), from
+  // dimension `axis` of the first: align it there for numpy-style broadcasting.
+  Value legacy_broadcast(const Value& a, const Value& b) {
+    if (opset_ >= 7 || !attr_int("broadcast", 0) || !attr("axis")) return b;
+    int64_t axis = normalize_axis(attr_int("axis", 0), int64_t(a.shape.size()), where_);
+    Shape shape = b.shape;
+    while (int64_t(shape.size()) + axis < int64_t(a.shape.size())) shape.push_back(1);
+    Value copy = b;
+    return reshape(copy, shape);
   }
 
   Value variadic(const std::string& t) {

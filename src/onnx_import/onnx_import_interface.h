@@ -12,7 +12,10 @@ namespace kiln::onnx_import {
 
 struct ImportRequest {
   const std::string* model_bytes = nullptr;
-  std::string model_name;  // for messages
+  std::string model_name;       // for messages
+  std::string model_directory;  // where external data files are
+  // The initializers bound at run time (OnnxModel::weights), in order: function arguments.
+  std::vector<std::string> bound_weights;
   // Every graph input's static shape, in graph order.
   std::vector<std::vector<int64_t>> input_shapes;
 };

@@ -62,11 +62,52 @@ def build(name):
     raise SystemExit("unknown model " + name)
 
 
+def extras(out):
+    """Models for the cache and error tests: the MLP with other weights, with a dynamic batch, with
+    its weights in an external file, and a graph with operators kiln does not support."""
+    import onnx
+    from onnx import helper, TensorProto
+    torch.manual_seed(1)
+    other = Mlp().eval()
+    x = torch.rand(1, 64)
+    torch.onnx.export(other, (x,), os.path.join(out, "mlp_reseeded_opset13.onnx"), opset_version=13,
+                      input_names=["input"], output_names=["output"])
+    with torch.no_grad():
+        np.save(os.path.join(out, "mlp_reseeded.expected.npy"), other(x).numpy())
+    np.save(os.path.join(out, "mlp_reseeded.input.npy"), x.numpy())
+    torch.onnx.export(other, (x,), os.path.join(out, "mlp_dynamic_opset13.onnx"), opset_version=13,
+                      input_names=["input"], output_names=["output"],
+                      dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
+    xb = torch.rand(3, 64)
+    with torch.no_grad():
+        np.save(os.path.join(out, "mlp_dynamic.expected.npy"), other(xb).numpy())
+    np.save(os.path.join(out, "mlp_dynamic.input.npy"), xb.numpy())
+    model = onnx.load(os.path.join(out, "mlp_reseeded_opset13.onnx"))
+    os.makedirs(os.path.join(out, "external"), exist_ok=True)
+    onnx.save_model(model, os.path.join(out, "external", "mlp_external.onnx"),
+                    save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="mlp_external.weights", size_threshold=0)
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["a"], name="relu"),
+         helper.make_node("NonMaxSuppression", ["a"], ["b"], name="nms"),
+         helper.make_node("FancyOp", ["b"], ["y"], name="custom", domain="com.example")],
+        "unsupported", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
+    unsupported = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13),
+                                                          helper.make_opsetid("com.example", 1)])
+    onnx.save(unsupported, os.path.join(out, "unsupported.onnx"))
+    print("exported extras")
+
+
 def main():
     out = sys.argv[1]
-    names = sys.argv[2:] or ["mlp", "small_cnn", "transformer", "resnet18", "mobilenet_v2"]
+    names = sys.argv[2:] or ["mlp", "small_cnn", "transformer", "resnet18", "mobilenet_v2",
+                             "extras"]
     os.makedirs(out, exist_ok=True)
     for name in names:
+        if name == "extras":
+            extras(out)
+            continue
         torch.manual_seed(0)
         model, shape = build(name)
         model.eval()

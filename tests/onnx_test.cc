@@ -1,0 +1,203 @@
+// ONNX models exported by PyTorch (tests/onnx/export_models.py, run by the OnnxExportModels
+// fixture) through `kiln run`: outputs against PyTorch eager, the cache rules for weights, shapes
+// and repeat runs, and bad input.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "kiln/file.h"
+#include "kiln/npy.h"
+#include "test_support.h"
+
+using ::testing::HasSubstr;
+
+namespace kiln {
+namespace {
+
+using namespace kiln::testing;
+
+std::string model(const std::string& name) {
+  return std::string(KILN_ONNX_MODELS_DIR) + "/" + name;
+}
+
+ProcessResult kiln_run(const std::string& cache, std::vector<std::string> args,
+                       const std::vector<std::string>& env = {}) {
+  std::vector<std::string> argv = {kiln_binary(), "--cache-dir", cache, "run"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_process(argv, env);
+}
+
+// max |got - want| <= 1e-4 * max |want|, the bar for agreement with PyTorch.
+void expect_matches_reference(const std::string& got_path, const std::string& want_path) {
+  auto got = read_npy(got_path);
+  auto want = read_npy(want_path);
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  ASSERT_TRUE(want.ok()) << want.status().message();
+  ASSERT_EQ(got->shape(), want->shape());
+  double max_ref = 0, max_diff = 0;
+  for (int64_t i = 0; i < want->element_count(); ++i) {
+    max_ref = std::max(max_ref, std::fabs(want->element_as_double(i)));
+    max_diff =
+        std::max(max_diff, std::fabs(got->element_as_double(i) - want->element_as_double(i)));
+  }
+  EXPECT_LE(max_diff, 1e-4 * max_ref) << got_path << " differs from PyTorch";
+}
+
+void expect_model_matches_pytorch(const std::string& name) {
+  TempDir dir;
+  for (int opset : {13, 17}) {
+    std::string file = model(name + "_opset" + std::to_string(opset) + ".onnx");
+    std::string out = dir.file(name + std::to_string(opset) + ".npy");
+    ProcessResult r =
+        kiln_run(dir.file("cache"), {file, "--input", model(name + ".input.npy"), "--output", out});
+    ASSERT_EQ(r.exit_code, 0) << file << ": " << r.err;
+    // Opset 17 imports to the same MLIR as 13 for most models: then it shares the entry.
+    if (opset == 13) {
+      EXPECT_THAT(r.out, HasSubstr("cache: miss"));
+    }
+    expect_matches_reference(out, model(name + ".expected.npy"));
+  }
+}
+
+TEST(OnnxModelsTest, MlpMatchesPyTorch) { expect_model_matches_pytorch("mlp"); }
+TEST(OnnxModelsTest, SmallCnnMatchesPyTorch) { expect_model_matches_pytorch("small_cnn"); }
+TEST(OnnxModelsTest, TransformerEncoderMatchesPyTorch) {
+  expect_model_matches_pytorch("transformer");
+}
+TEST(OnnxModelsTest, Resnet18MatchesPyTorch) { expect_model_matches_pytorch("resnet18"); }
+TEST(OnnxModelsTest, MobilenetV2MatchesPyTorch) { expect_model_matches_pytorch("mobilenet_v2"); }
+
+// A repeat run is a hit that needs neither the ONNX importer (protobuf, libonnx) nor the compiler
+// (MLIR, LLVM): both libraries are made unloadable for it.
+TEST(OnnxCacheTest, SecondRunIsAHitWithoutImporterOrCompiler) {
+  TempDir dir;
+  std::string file = model("small_cnn_opset13.onnx");
+  ProcessResult first =
+      kiln_run(dir.file("cache"), {file, "--input", model("small_cnn.input.npy")});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_THAT(first.out, HasSubstr("cache: miss"));
+  ProcessResult second =
+      kiln_run(dir.file("cache"),
+               {file, "--input", model("small_cnn.input.npy"), "--output", dir.file("out.npy")},
+               {"KILN_COMPILER_LIBRARY=/nonexistent/libkiln_compiler.so",
+                "KILN_ONNX_IMPORT_LIBRARY=/nonexistent/libkiln_onnx_import.so"});
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_THAT(second.out, HasSubstr("cache: hit"));
+  EXPECT_THAT(second.out, HasSubstr("time: no compile"));
+  expect_matches_reference(dir.file("out.npy"), model("small_cnn.expected.npy"));
+}
+
+// Weights are bound at load time: another checkpoint of the same architecture is a hit (without
+// the importer), and it computes with its own weights, not the cached model's.
+TEST(OnnxCacheTest, OtherWeightsOfTheSameArchitectureAreAHitWithTheirOwnValues) {
+  TempDir dir;
+  ProcessResult first =
+      kiln_run(dir.file("cache"), {model("mlp_opset13.onnx"), "--input", model("mlp.input.npy")});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  ProcessResult other = kiln_run(dir.file("cache"),
+                                 {model("mlp_reseeded_opset13.onnx"), "--input",
+                                  model("mlp_reseeded.input.npy"), "--output", dir.file("out.npy")},
+                                 {"KILN_ONNX_IMPORT_LIBRARY=/nonexistent/libkiln_onnx_import.so"});
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  EXPECT_THAT(other.out, HasSubstr("cache: hit"));
+  expect_matches_reference(dir.file("out.npy"), model("mlp_reseeded.expected.npy"));
+  auto entries = run_process({kiln_binary(), "--cache-dir", dir.file("cache"), "cache", "ls"});
+  EXPECT_EQ(std::count(entries.out.begin(), entries.out.end(), '\n'), 1) << entries.out;
+}
+
+// A dynamic batch takes its size from the input; each size is its own program.
+TEST(OnnxCacheTest, DynamicBatchComesFromTheInputAndEachShapeIsItsOwnEntry) {
+  TempDir dir;
+  std::string file = model("mlp_dynamic_opset13.onnx");
+  ProcessResult batch3 =
+      kiln_run(dir.file("cache"),
+               {file, "--input", model("mlp_dynamic.input.npy"), "--output", dir.file("out.npy")});
+  ASSERT_EQ(batch3.exit_code, 0) << batch3.err;
+  EXPECT_THAT(batch3.out, HasSubstr("cache: miss"));
+  EXPECT_THAT(batch3.out, HasSubstr("tensor<3x10xf32>"));
+  expect_matches_reference(dir.file("out.npy"), model("mlp_dynamic.expected.npy"));
+  ProcessResult batch1 = kiln_run(dir.file("cache"), {file, "--input", model("mlp.input.npy")});
+  ASSERT_EQ(batch1.exit_code, 0) << batch1.err;
+  EXPECT_THAT(batch1.out, HasSubstr("cache: miss"));
+  ProcessResult again =
+      kiln_run(dir.file("cache"), {file, "--input", model("mlp_dynamic.input.npy")});
+  EXPECT_THAT(again.out, HasSubstr("cache: hit"));
+  // By name, too.
+  ProcessResult named =
+      kiln_run(dir.file("cache"), {file, "--input", "input=" + model("mlp_dynamic.input.npy")});
+  EXPECT_THAT(named.out, HasSubstr("cache: hit"));
+}
+
+TEST(OnnxModelsTest, WeightsInAnExternalDataFileAreRead) {
+  TempDir dir;
+  std::filesystem::copy(model("external"), dir.file("model"));
+  std::string file = dir.file("model/mlp_external.onnx");
+  ProcessResult r = kiln_run(dir.file("cache"), {file, "--input", model("mlp_reseeded.input.npy"),
+                                                 "--output", dir.file("out.npy")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_matches_reference(dir.file("out.npy"), model("mlp_reseeded.expected.npy"));
+  std::filesystem::remove(dir.file("model/mlp_external.weights"));
+  ProcessResult missing = kiln_run(dir.file("cache"), {file, "--fill", "ones"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.err, HasSubstr("mlp_external.weights"));
+}
+
+TEST(OnnxErrorsTest, UnsupportedOperatorsAreAllNamedAndNothingIsCached) {
+  TempDir dir;
+  ProcessResult r = kiln_run(dir.file("cache"), {model("unsupported.onnx"), "--fill", "ones"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("2 node(s) use operators kiln does not support"));
+  EXPECT_THAT(r.err, HasSubstr("NonMaxSuppression (node 'nms', domain 'ai.onnx'"));
+  EXPECT_THAT(r.err, HasSubstr("FancyOp (node 'custom', domain 'com.example'"));
+  auto entries = run_process({kiln_binary(), "--cache-dir", dir.file("cache"), "cache", "ls"});
+  EXPECT_EQ(std::count(entries.out.begin(), entries.out.end(), '\n'), 0) << entries.out;
+}
+
+TEST(OnnxErrorsTest, TruncatedModelsAndMismatchedInputsAreClearErrors) {
+  TempDir dir;
+  auto bytes = read_file(model("mlp_opset13.onnx"));
+  ASSERT_TRUE(bytes.ok());
+  for (size_t cut : {size_t(1), size_t(100), bytes->size() / 2, bytes->size() - 3}) {
+    std::string path = dir.file("cut.onnx");
+    std::ofstream(path, std::ios::binary) << bytes->substr(0, cut);
+    ProcessResult r = kiln_run(dir.file("cache"), {path, "--fill", "ones"});
+    EXPECT_EQ(r.exit_code, 1) << cut << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr("error:")) << cut;
+  }
+  Buffer ints(DType::kI64, {1, 64});
+  ASSERT_TRUE(write_npy(dir.file("ints.npy"), ints).ok());
+  ProcessResult dtype =
+      kiln_run(dir.file("cache"), {model("mlp_opset13.onnx"), "--input", dir.file("ints.npy")});
+  EXPECT_EQ(dtype.exit_code, 1);
+  EXPECT_THAT(dtype.err, HasSubstr("input 'input' is float"));
+  Buffer wide(DType::kF32, {1, 65});
+  ASSERT_TRUE(write_npy(dir.file("wide.npy"), wide).ok());
+  ProcessResult shape =
+      kiln_run(dir.file("cache"), {model("mlp_opset13.onnx"), "--input", dir.file("wide.npy")});
+  EXPECT_EQ(shape.exit_code, 1);
+  EXPECT_THAT(shape.err, HasSubstr("input 'input' dimension 1 is 64"));
+  ProcessResult name = kiln_run(
+      dir.file("cache"), {model("mlp_opset13.onnx"), "--input", "x=" + dir.file("wide.npy")});
+  EXPECT_EQ(name.exit_code, 1);
+  EXPECT_THAT(name.err, HasSubstr("the model has no input 'x' (its inputs: input)"));
+}
+
+TEST(OnnxModelsTest, RepeatReportsMedianAndMinimum) {
+  TempDir dir;
+  ProcessResult r = kiln_run(
+      dir.file("cache"), {model("mlp_opset13.onnx"), "--fill", "ones", "--repeat", "5", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto json = nlohmann::json::parse(r.out);
+  EXPECT_GT(json["timings_ms"]["run_median"].get<double>(), 0);
+  EXPECT_LE(json["timings_ms"]["run_min"].get<double>(),
+            json["timings_ms"]["run_median"].get<double>());
+  EXPECT_EQ(json["outputs"][0]["shape"], nlohmann::json({1, 10}));
+}
+
+}  // namespace
+}  // namespace kiln
