@@ -26,7 +26,7 @@ ninja -C build-fuzz -j2 kiln_fuzzers
 
 # Seeds from the real tool.
 seeds="$root/build-fuzz/seeds"
-rm -rf "$seeds" && mkdir -p "$seeds"/{npy,cache_entry,bundle,executable,mlir_text,fdo_profile}
+rm -rf "$seeds" && mkdir -p "$seeds"/{npy,cache_entry,bundle,executable,mlir_text,fdo_profile,onnx_model}
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 kiln="$root/build/bin/kiln"
@@ -44,13 +44,19 @@ for entry in "$work"/cache/entries/*.kce; do
   key="$(basename "$entry" .kce)"
   { printf '%s\n' "$key"; cat "$entry"; } >"$seeds/cache_entry/$key"
 done
+# ONNX: small models of the backend tests (libonnx-testdata) and their TensorProto inputs.
+for test in /usr/share/libonnx-testdata/data/node/test_{conv_with_strides_padding,gemm_default_matrix_bias,reshape_reordered_all_dims,slice,softmax_axis_0,maxpool_2d_pads,concat_2d_axis_0,gather_0,layer_normalization_2d_axis0,where_example}; do
+  [ -f "$test/model.onnx" ] || continue
+  cp "$test/model.onnx" "$seeds/onnx_model/$(basename "$test").onnx"
+  cp "$test/test_data_set_0/input_0.pb" "$seeds/onnx_model/$(basename "$test")_input_0.pb"
+done
 "$kiln" --cache-dir "$work/cache" cache export "$seeds/bundle/unsigned.kcb" >/dev/null
 KILN_REMOTE_CACHE_SECRET=fuzz-secret "$kiln" --cache-dir "$work/cache" cache export \
   "$seeds/bundle/signed.kcb" >/dev/null
 
 status=0
 printf '%-20s %8s %12s %8s\n' target seconds executions corpus
-for target in npy cache_entry bundle executable mlir_text fdo_profile; do
+for target in npy cache_entry bundle executable mlir_text fdo_profile onnx_model; do
   corpus="$root/build-fuzz/corpus/$target"
   mkdir -p "$corpus"
   log="$work/$target.log"

@@ -1,6 +1,8 @@
 // ONNX models exported by PyTorch (tests/onnx/export_models.py, run by the OnnxExportModels
 // fixture) through `kiln run`: outputs against PyTorch eager, the cache rules for weights, shapes
 // and repeat runs, and bad input.
+#include "kiln/onnx.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -131,6 +133,46 @@ TEST(OnnxCacheTest, DynamicBatchComesFromTheInputAndEachShapeIsItsOwnEntry) {
   ProcessResult named =
       kiln_run(dir.file("cache"), {file, "--input", "input=" + model("mlp_dynamic.input.npy")});
   EXPECT_THAT(named.out, HasSubstr("cache: hit"));
+}
+
+// An input a Reshape reads as its shape is static: its values are compiled in and keyed, so the
+// same values hit and other values are another program (ONNX's own test model and data).
+TEST(OnnxCacheTest, AnInputThatShapesTheProgramIsCompiledInAndKeyedByItsValues) {
+  TempDir dir;
+  std::string test = "/usr/share/libonnx-testdata/data/node/test_reshape_reordered_all_dims";
+  std::string data = test + "/test_data_set_0/input_0.pb",
+              shape = test + "/test_data_set_0/input_1.pb";
+  ProcessResult first = kiln_run(
+      dir.file("cache"),
+      {test + "/model.onnx", "--input", data, "--input", shape, "--output", dir.file("a.npy")});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_THAT(first.out, HasSubstr("cache: miss"));
+  auto want = read_onnx_tensor_file(test + "/test_data_set_0/output_0.pb");
+  auto got = read_npy(dir.file("a.npy"));
+  ASSERT_TRUE(want.ok() && got.ok());
+  ASSERT_EQ(got->shape(), want->shape());
+  for (int64_t i = 0; i < want->element_count(); ++i)
+    ASSERT_EQ(got->element_as_double(i), want->element_as_double(i)) << "element " << i;
+  ProcessResult again =
+      kiln_run(dir.file("cache"), {test + "/model.onnx", "--input", data, "--input", shape});
+  EXPECT_THAT(again.out, HasSubstr("cache: hit"));
+  // The same data reshaped to 2 x 4 x 3: a miss, and the result has the new shape.
+  auto data_shape = read_onnx_tensor_file(data);
+  ASSERT_TRUE(data_shape.ok());
+  ASSERT_EQ(data_shape->element_count(), 24);
+  Buffer other(DType::kI64, {3});
+  other.as<int64_t>()[0] = 2;
+  other.as<int64_t>()[1] = 4;
+  other.as<int64_t>()[2] = 3;
+  ASSERT_TRUE(write_npy(dir.file("shape.npy"), other).ok());
+  ProcessResult reshaped =
+      kiln_run(dir.file("cache"), {test + "/model.onnx", "--input", data, "--input",
+                                   dir.file("shape.npy"), "--output", dir.file("b.npy"), "--json"});
+  ASSERT_EQ(reshaped.exit_code, 0) << reshaped.err;
+  EXPECT_THAT(reshaped.out, HasSubstr("\"cache\":\"miss\""));
+  auto b = read_npy(dir.file("b.npy"));
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->shape(), (std::vector<int64_t>{2, 4, 3}));
 }
 
 TEST(OnnxModelsTest, WeightsInAnExternalDataFileAreRead) {

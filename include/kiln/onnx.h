@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,6 +54,10 @@ struct OnnxValueInfo {
   std::vector<int64_t> dims;
   std::vector<std::string> dim_params;  // the symbolic names ("batch"), "" where numeric
   bool has_shape = false;
+  // Read as values when the program is built (a Reshape's shape, a Slice's bounds, a Clip's
+  // limits): its values are compiled in and keyed, like JAX's static arguments, so a run with
+  // other values is another program. See onnx_input_is_static_slot.
+  bool is_static = false;
 };
 
 // An initializer whose values reach the code at run time (see the header comment).
@@ -68,6 +73,9 @@ struct OnnxWeight {
 // hands its decision to the importer, so the key and the code always agree.
 bool onnx_initializer_is_bound(int32_t element_type, int64_t element_count, bool read_at_import);
 bool onnx_input_read_at_import(const std::string& op_type, int input_index);
+// Whether input `input_index` of `op_type` is read as values to build the program (shapes, axes,
+// pads, bounds, counts). A graph input feeding such a slot is static (OnnxValueInfo::is_static).
+bool onnx_input_is_static_slot(const std::string& op_type, int input_index);
 
 // A model as the runtime reads it: its interface, its bound weights, and a digest of everything
 // else.
@@ -137,30 +145,38 @@ class OnnxProgram {
   const std::shared_ptr<Executable>& executable() const { return executable_; }
   const std::string& entry() const { return entry_; }
   const std::vector<std::vector<int64_t>>& input_shapes() const { return input_shapes_; }
-  // Runs the model on `inputs` (graph order, checked against the compiled shapes).
+  // Runs the model on `inputs` (graph order, checked against the compiled shapes; static inputs
+  // must hold the values the program was compiled for).
   Result<std::vector<Buffer>> run(const std::vector<Buffer>& inputs) const;
 
  private:
   friend Result<OnnxProgram> compile_onnx_or_get_cached(const Client&, const OnnxModel&,
                                                         const std::vector<std::vector<int64_t>>&,
-                                                        const CompileOptions&, CompileReport*);
+                                                        const CompileOptions&, CompileReport*,
+                                                        const std::vector<Buffer>*);
   std::shared_ptr<Executable> executable_;
   std::string entry_;
   std::vector<std::vector<int64_t>> input_shapes_;
   std::vector<Buffer> weights_;
+  // Per graph input: the values compiled in (static inputs), else empty.
+  std::vector<std::optional<Buffer>> static_values_;
+  std::vector<std::string> input_names_;
 };
 
 // The MLIR kiln compiles for `model` at `input_shapes` (loads the ONNX importer; errors name every
 // unsupported node). For `kiln inspect` and tests.
+// `input_values` (graph order) supplies the static inputs' values; may be null when there are none.
 Result<std::string> import_onnx_to_mlir(const OnnxModel& model,
-                                        const std::vector<std::vector<int64_t>>& input_shapes);
+                                        const std::vector<std::vector<int64_t>>& input_shapes,
+                                        const std::vector<Buffer>* input_values = nullptr);
 
 // compile_or_get_cached for an ONNX model at `input_shapes` (from resolve_input_shapes). A repeat
 // (same structure, shapes and options, any weights) is found without loading the importer,
-// protobuf or MLIR.
+// protobuf or MLIR. A model with static inputs needs `input_values` (the run's inputs, graph
+// order): their values are part of the key.
 Result<OnnxProgram> compile_onnx_or_get_cached(
     const Client& client, const OnnxModel& model,
     const std::vector<std::vector<int64_t>>& input_shapes, const CompileOptions& options,
-    CompileReport* report = nullptr);
+    CompileReport* report = nullptr, const std::vector<Buffer>* input_values = nullptr);
 
 }  // namespace kiln

@@ -276,6 +276,19 @@ bool onnx_input_read_at_import(const std::string& op_type, int input_index) {
   return op_type == "Resize" && (input_index == 1 || input_index == 2);
 }
 
+bool onnx_input_is_static_slot(const std::string& op_type, int k) {
+  if (op_type == "Reshape" || op_type == "Unsqueeze" || op_type == "Squeeze" || op_type == "Tile" ||
+      op_type == "Expand" || op_type == "Split" || op_type == "Trilu" || op_type == "TopK" ||
+      op_type == "OneHot" || op_type == "Upsample" || op_type.rfind("Reduce", 0) == 0)
+    return k == 1;
+  if (op_type == "Slice") return k >= 1 && k <= 4;
+  if (op_type == "Clip" || op_type == "Pad" || op_type == "Dropout") return k == 1 || k == 2;
+  if (op_type == "Range") return k <= 2;
+  if (op_type == "ConstantOfShape") return k == 0;
+  if (op_type == "Resize") return k >= 1 && k <= 3;
+  return false;
+}
+
 Result<OnnxModel> OnnxModel::from_file(const std::string& path) {
   KILN_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
   size_t slash = path.rfind('/');
@@ -295,6 +308,7 @@ Result<OnnxModel> OnnxModel::from_bytes(std::string bytes, std::string name,
   // Byte ranges of bound weights' values: left out of the structure digest.
   std::vector<std::pair<size_t, size_t>> excluded;
   std::vector<OnnxValueInfo> graph_inputs;
+  std::set<std::string> static_slots;  // graph values read to build the program
   std::vector<std::string> initializer_names;
   bool have_graph = false;
   WireReader top(all);
@@ -329,8 +343,10 @@ Result<OnnxModel> OnnxModel::from_bytes(std::string bytes, std::string name,
           if (node.number() == field::kNodeInput) node_inputs.emplace_back(node.payload());
           if (node.number() == field::kNodeOpType) op_type = std::string(node.payload());
         }
-        for (size_t k = 0; k < node_inputs.size(); ++k)
+        for (size_t k = 0; k < node_inputs.size(); ++k) {
           if (onnx_input_read_at_import(op_type, int(k))) read_at_import.insert(node_inputs[k]);
+          if (onnx_input_is_static_slot(op_type, int(k))) static_slots.insert(node_inputs[k]);
+        }
       }
       WireReader graph = top.nested();
       while (graph.next()) {
@@ -427,7 +443,9 @@ Result<OnnxModel> OnnxModel::from_bytes(std::string bytes, std::string name,
   for (OnnxValueInfo& input : graph_inputs) {
     bool is_initializer = false;
     for (const std::string& n : initializer_names) is_initializer |= n == input.name;
-    if (!is_initializer) model.inputs_.push_back(std::move(input));
+    if (is_initializer) continue;
+    input.is_static = static_slots.count(input.name) > 0;
+    model.inputs_.push_back(std::move(input));
   }
 
   Sha256 digest;
@@ -516,8 +534,15 @@ Result<Buffer> decode_onnx_tensor(std::string_view bytes, const std::string& nam
   for (int64_t d : dims)
     if (d < 0) return malformed(name, "negative dimension");
   KILN_ASSIGN_OR_RETURN(DType dtype, dtype_of_onnx(element_type));
+  // The values must be in the bytes read: check the count before allocating for it.
+  KILN_ASSIGN_OR_RETURN(size_t want, dense_byte_size(dtype, dims));
+  size_t n_values =
+      have_raw ? raw.size() / dtype_size(dtype)
+               : (dtype == DType::kF32 || dtype == DType::kF64 ? floats.size() : ints.size());
+  if (want / dtype_size(dtype) != n_values)
+    return malformed(name, "it holds " + std::to_string(n_values) + " values, its shape needs " +
+                               std::to_string(want / dtype_size(dtype)));
   KILN_ASSIGN_OR_RETURN(Buffer buffer, Buffer::allocate(dtype, dims));
-  size_t want = buffer.byte_size();
   int64_t n = buffer.element_count();
   if (have_raw) {
     if (raw.size() != want)

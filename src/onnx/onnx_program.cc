@@ -3,13 +3,18 @@
 // architecture) finds its key without the importer; only a miss loads libkiln_onnx_import.
 #include <dlfcn.h>
 
+#include <cstring>
 #include <mutex>
 
+#include "core/digest.h"
 #include "kiln/onnx.h"
 #include "onnx_import/onnx_import_interface.h"
 
 namespace kiln {
 namespace {
+
+// Values compiled in from one static input at most: shapes, axes and bounds are small.
+constexpr int64_t kMaxStaticElements = 4096;
 
 // The importer lives next to libkiln; $KILN_ONNX_IMPORT_LIBRARY overrides the path.
 std::string importer_library_path() {
@@ -51,49 +56,114 @@ std::string shapes_text(const std::vector<std::vector<int64_t>>& shapes) {
   return out;
 }
 
+// The static inputs' values, checked against the model (null when it has none).
+Result<std::vector<const Buffer*>> static_values_of(const OnnxModel& model,
+                                                    const std::vector<Buffer>* input_values) {
+  std::vector<const Buffer*> out(model.inputs().size(), nullptr);
+  for (size_t k = 0; k < model.inputs().size(); ++k) {
+    const OnnxValueInfo& info = model.inputs()[k];
+    if (!info.is_static) continue;
+    if (input_values == nullptr || k >= input_values->size())
+      return invalid_argument(model.name() + ": input '" + info.name +
+                              "' is read to build the program (a shape, axes or bounds): give "
+                              "its values to compile");
+    const Buffer& value = (*input_values)[k];
+    KILN_ASSIGN_OR_RETURN(DType want, dtype_of_onnx(info.element_type));
+    if (value.dtype() != want)
+      return invalid_argument(model.name() + ": input '" + info.name + "' is " +
+                              onnx_element_type_name(info.element_type) + ", got " +
+                              dtype_name(value.dtype()));
+    if (value.element_count() > kMaxStaticElements)
+      return invalid_argument(model.name() + ": input '" + info.name + "' has " +
+                              std::to_string(value.element_count()) +
+                              " elements; kiln compiles in at most " +
+                              std::to_string(kMaxStaticElements) +
+                              " values of an input read to "
+                              "build the program");
+    out[k] = &value;
+  }
+  return out;
+}
+
+// A private copy (Buffer copies share storage; the caller may reuse its input afterwards).
+Buffer copy_of(const Buffer& b) {
+  Buffer out(b.dtype(), b.shape());
+  if (b.byte_size() > 0) std::memcpy(out.data(), b.data(), b.byte_size());
+  return out;
+}
+
+bool same_values(const Buffer& a, const Buffer& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
+         std::memcmp(a.data(), b.data(), a.byte_size()) == 0;
+}
+
 }  // namespace
 
 Result<std::string> import_onnx_to_mlir(const OnnxModel& model,
-                                        const std::vector<std::vector<int64_t>>& input_shapes) {
+                                        const std::vector<std::vector<int64_t>>& input_shapes,
+                                        const std::vector<Buffer>* input_values) {
+  KILN_ASSIGN_OR_RETURN(std::vector<const Buffer*> statics, static_values_of(model, input_values));
   KILN_ASSIGN_OR_RETURN(onnx_import::ImportFn import, importer());
   onnx_import::ImportRequest request;
   request.model_bytes = &model.bytes();
   request.model_name = model.name();
   request.input_shapes = input_shapes;
+  request.static_values = statics;
   request.model_directory = model.directory();
   for (const OnnxWeight& w : model.weights()) request.bound_weights.push_back(w.name);
-  return import(request);
+  Result<std::string> mlir = internal_error("the ONNX importer returned nothing");
+  import(request, &mlir);
+  return mlir;
 }
 
 Result<OnnxProgram> compile_onnx_or_get_cached(
     const Client& client, const OnnxModel& model,
     const std::vector<std::vector<int64_t>>& input_shapes, const CompileOptions& options,
-    CompileReport* report) {
+    CompileReport* report, const std::vector<Buffer>* input_values) {
   if (input_shapes.size() != model.inputs().size())
     return invalid_argument(model.name() + ": " + std::to_string(input_shapes.size()) +
                             " input shapes for " + std::to_string(model.inputs().size()) +
                             " inputs");
+  KILN_ASSIGN_OR_RETURN(std::vector<const Buffer*> statics, static_values_of(model, input_values));
   std::string identity = "kiln onnx model v1\nstructure " + model.structure_digest() +
                          "\ninput shapes " + shapes_text(input_shapes) + "\n";
+  size_t static_count = 0;
+  for (size_t k = 0; k < statics.size(); ++k) {
+    if (statics[k] == nullptr) continue;
+    ++static_count;
+    Sha256 digest;
+    digest.update_framed(dtype_name(statics[k]->dtype()));
+    digest.update_framed(shape_to_string(statics[k]->shape()));
+    digest.update_framed(
+        std::string_view(static_cast<const char*>(statics[k]->data()), statics[k]->byte_size()));
+    identity += "static input " + std::to_string(k) + " " + digest.hex() + "\n";
+  }
   // The model stays alive while compile_or_get_cached may produce the MLIR (this call).
-  ModuleSource source = ModuleSource::produced_by(identity, model.name(), [&model, input_shapes] {
-    return import_onnx_to_mlir(model, input_shapes);
-  });
+  ModuleSource source =
+      ModuleSource::produced_by(identity, model.name(), [&model, input_shapes, input_values] {
+        return import_onnx_to_mlir(model, input_shapes, input_values);
+      });
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<Executable> executable,
                         compile_or_get_cached(client, source, options, report));
   OnnxProgram program;
   program.executable_ = std::move(executable);
   program.entry_ = "main";
   program.input_shapes_ = input_shapes;
+  for (size_t k = 0; k < statics.size(); ++k) {
+    program.input_names_.push_back(model.inputs()[k].name);
+    program.static_values_.push_back(statics[k] ? std::optional<Buffer>(copy_of(*statics[k]))
+                                                : std::nullopt);
+  }
   KILN_ASSIGN_OR_RETURN(const EntryPoint* entry, program.executable_->find_entry("main"));
-  if (entry->inputs.size() != input_shapes.size() + model.weights().size())
+  size_t runtime_inputs = input_shapes.size() - static_count;
+  if (entry->inputs.size() != runtime_inputs + model.weights().size())
     return internal_error(model.name() + ": the compiled program takes " +
                           std::to_string(entry->inputs.size()) + " arguments, the model has " +
-                          std::to_string(input_shapes.size()) + " inputs and " +
+                          std::to_string(runtime_inputs) + " run-time inputs and " +
                           std::to_string(model.weights().size()) + " bound weights");
   for (size_t k = 0; k < model.weights().size(); ++k) {
     KILN_ASSIGN_OR_RETURN(Buffer weight, model.read_weight(k));
-    const TensorType& want = entry->inputs[input_shapes.size() + k];
+    const TensorType& want = entry->inputs[runtime_inputs + k];
     if (!(weight.type() == want))
       return internal_error(model.name() + ": weight '" + model.weights()[k].name + "' is " +
                             weight.type().to_string() + ", the program expects " +
@@ -107,7 +177,17 @@ Result<std::vector<Buffer>> OnnxProgram::run(const std::vector<Buffer>& inputs) 
   if (inputs.size() != input_shapes_.size())
     return invalid_argument("the model takes " + std::to_string(input_shapes_.size()) +
                             " inputs, " + std::to_string(inputs.size()) + " were given");
-  std::vector<Buffer> arguments = inputs;
+  std::vector<Buffer> arguments;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (k < static_values_.size() && static_values_[k]) {
+      if (!same_values(inputs[k], *static_values_[k]))
+        return invalid_argument("input '" + input_names_[k] +
+                                "' is compiled into this program (it shapes it) and holds other "
+                                "values now; compile the model again for these values");
+      continue;
+    }
+    arguments.push_back(inputs[k]);
+  }
   arguments.insert(arguments.end(), weights_.begin(), weights_.end());
   return executable_->execute(entry_, arguments);
 }

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "kiln/onnx.h"
+#include "onnx/defs/schema.h"
 #include "onnx/onnx_pb.h"
 #include "onnx_import/onnx_import_interface.h"
 
@@ -102,7 +103,7 @@ std::string scalar_literal(const std::string& elem, double value) {
     std::snprintf(buf, sizeof buf, "0x%016" PRIX64, bits);
     return buf;
   }
-  if (elem == "i1") return value != 0 ? "true" : "false";
+  if (elem == "i1") return value != 0 ? "1" : "0";  // `true : i1` is not MLIR
   return std::to_string(int64_t(value));
 }
 
@@ -258,8 +259,15 @@ class Importer {
       Value v;
       v.elem = elem_or_fail(input.type().tensor_type().elem_type(), "input '" + input.name() + "'");
       v.shape = request_.input_shapes[input_index];
-      v.ssa = "%arg" + std::to_string(arguments.size());
-      arguments.push_back(v.ssa + ": " + v.type());
+      const Buffer* fixed = input_index < request_.static_values.size()
+                                ? request_.static_values[input_index]
+                                : nullptr;
+      if (fixed != nullptr) {  // a static input: its values are compiled in
+        v = constant_of_buffer(*fixed, v.elem, "input '" + input.name() + "'");
+      } else {
+        v.ssa = "%arg" + std::to_string(arguments.size());
+        arguments.push_back(v.ssa + ": " + v.type());
+      }
       values_[input.name()] = v;
       ++input_index;
     }
@@ -318,6 +326,42 @@ class Importer {
   }
 
  private:
+  static Value constant_of_buffer(const Buffer& b, const std::string& elem,
+                                  const std::string& where) {
+    Value v;
+    v.is_const = true;
+    v.elem = elem;
+    v.shape = b.shape();
+    for (int64_t k = 0; k < b.element_count(); ++k) {
+      switch (b.dtype()) {
+        case DType::kF32:
+          v.f.push_back(b.as<float>()[k]);
+          break;
+        case DType::kF64:
+          v.f.push_back(b.as<double>()[k]);
+          break;
+        case DType::kI64:
+          v.i.push_back(b.as<int64_t>()[k]);
+          break;
+        case DType::kI32:
+          v.i.push_back(b.as<int32_t>()[k]);
+          break;
+        case DType::kI16:
+          v.i.push_back(b.as<int16_t>()[k]);
+          break;
+        case DType::kI8:
+          v.i.push_back(b.as<int8_t>()[k]);
+          break;
+        case DType::kI1:
+          v.i.push_back(b.as<uint8_t>()[k] != 0);
+          break;
+        default:
+          fail(where + ": element type " + dtype_name(b.dtype()) + " cannot be compiled in");
+      }
+    }
+    return v;
+  }
+
   // ---- support checks --------------------------------------------------------------------------
   static const std::set<std::string>& supported_ops() {
     static const std::set<std::string> ops = {"Abs",
@@ -422,15 +466,37 @@ class Importer {
                                               "Xor",
                                               "Shrink",
                                               "Trilu",
-                                              "Einsum"};
+                                              "Einsum",
+                                              "GatherElements",
+                                              "NegativeLogLikelihoodLoss",
+                                              "SoftmaxCrossEntropyLoss",
+                                              "Mod",
+                                              "IsInf",
+                                              "IsNaN",
+                                              "Hardmax"};
     return ops;
   }
 
   void check_supported(const onnx::GraphProto& graph) {
     std::string problems;
     int count = 0;
-    if (opset_ < 6 || opset_ > 17)
-      fail("default-domain opset " + std::to_string(opset_) + " is not supported (6 to 17 are)");
+    if (opset_ < 1 || opset_ > 17)
+      fail("default-domain opset " + std::to_string(opset_) + " is not supported (1 to 17 are)");
+    // Below opset 6 a node is accepted only where its operator's definition is the one opset 6
+    // has (ONNX's schema registry tells), since the lowering follows opset 6 and later.
+    if (opset_ < 6) {
+      std::string changed;
+      for (const auto& node : graph.node()) {
+        const auto* old_schema = onnx::OpSchemaRegistry::Schema(node.op_type(), int(opset_), "");
+        const auto* new_schema = onnx::OpSchemaRegistry::Schema(node.op_type(), 6, "");
+        if (old_schema && new_schema && old_schema->since_version() == new_schema->since_version())
+          continue;
+        changed += (changed.empty() ? "" : ", ") + node.op_type();
+      }
+      if (!changed.empty())
+        fail("default-domain opset " + std::to_string(opset_) + " defines " + changed +
+             " differently from opset 6, the oldest kiln reads; re-export at opset 13 or later");
+    }
     for (const auto& node : graph.node()) {
       std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
       bool ok =
@@ -809,6 +875,13 @@ class Importer {
   }
 
   Value slice(Value& v, const Shape& offsets, const Shape& sizes, const Shape& strides) {
+    if (product(sizes) == 0 && !v.is_const) {  // empty: MLIR rejects an offset at the end
+      Value out;
+      out.elem = v.elem;
+      out.shape = sizes;
+      out.ssa = empty(v.elem, sizes);
+      return out;
+    }
     if (v.is_const) {
       Value c;
       c.is_const = true;
@@ -952,7 +1025,20 @@ class Importer {
   std::vector<Value> lower(const onnx::NodeProto& node) {
     const std::string& t = node.op_type();
     if (t == "Constant") return {constant_node()};
-    if (t == "Identity" || t == "Dropout") return {input(0)};
+    if (t == "Identity") return {input(0)};
+    if (t == "Dropout") return dropout();
+    if (t == "GatherElements") return {gather_elements()};
+    if (t == "NegativeLogLikelihoodLoss") {
+      Value log_prob = input(0);
+      return {nll_loss(log_prob)};
+    }
+    if (t == "SoftmaxCrossEntropyLoss") {
+      Value log_prob = log_softmax_axis1(input(0));
+      return {nll_loss(log_prob), log_prob};
+    }
+    if (t == "Mod") return {mod()};
+    if (t == "IsInf" || t == "IsNaN") return {is_inf_nan(t == "IsNaN")};
+    if (t == "Hardmax") return {hardmax()};
     if (t == "Add" || t == "Sub" || t == "Mul" || t == "Div" || t == "Pow" || t == "Equal" ||
         t == "Less" || t == "Greater" || t == "LessOrEqual" || t == "GreaterOrEqual" ||
         t == "And" || t == "Or" || t == "Xor" || t == "PRelu")
@@ -983,7 +1069,7 @@ class Importer {
     if (t == "GlobalAveragePool" || t == "GlobalMaxPool")
       return {global_pool(t == "GlobalMaxPool")};
     if (t == "BatchNormalization") return {batch_norm()};
-    if (t == "LayerNormalization") return {layer_norm()};
+    if (t == "LayerNormalization") return layer_norm();
     if (t == "Softmax" || t == "LogSoftmax") return {softmax(t == "LogSoftmax")};
     if (t.rfind("Reduce", 0) == 0) return {reduce_node(t)};
     if (t == "ArgMax" || t == "ArgMin") return {arg_reduce(t == "ArgMax")};
@@ -1077,7 +1163,11 @@ class Importer {
     if (t == "Max") return op(f ? "arith.maximumf" : "arith.maxsi", {x, y}, elem);
     if (t == "Min") return op(f ? "arith.minimumf" : "arith.minsi", {x, y}, elem);
     if (t == "Pow") {
-      if (!f) fail(where_ + ": integer Pow is not supported");
+      if (!f) {  // integer base: through f64, exact for the results integers can hold
+        std::string base = convert(x, elem, "f64");
+        std::string exponent = convert(y, elem_b, "f64");
+        return convert(op("math.powf", {base, exponent}, "f64"), "f64", elem);
+      }
       std::string e = y;
       if (elem_b != elem) e = convert(y, elem_b, elem);
       return op("math.powf", {x, e}, elem);
@@ -1117,6 +1207,14 @@ class Importer {
   // Before opset 7, a binary op broadcast its second operand only when asked (`broadcast`), from
   // dimension `axis` of the first: align it there for numpy-style broadcasting.
   Value legacy_broadcast(const Value& a, const Value& b) {
+    // PRelu before opset 7: a 1-D slope of one value per channel applies along dimension 1.
+    if (opset_ < 7 && node_->op_type() == "PRelu" && b.shape.size() == 1 && a.shape.size() > 2 &&
+        b.shape[0] == a.shape[1] && b.shape[0] != 1) {
+      Shape per_channel(a.shape.size() - 1, 1);
+      per_channel[0] = b.shape[0];
+      Value copy = b;
+      return reshape(copy, per_channel);
+    }
     if (opset_ >= 7 || !attr_int("broadcast", 0) || !attr("axis")) return b;
     int64_t axis = normalize_axis(attr_int("axis", 0), int64_t(a.shape.size()), where_);
     Shape shape = b.shape;
@@ -1228,9 +1326,42 @@ class Importer {
         });
   }
 
+  // The host value of a unary op on a constant element (nullopt: not folded here). Shape
+  // arithmetic (Neg of an axis, Abs of a step) must fold so later ops see constants.
+  static std::optional<double> fold_unary(const std::string& t, double v, bool floating) {
+    if (t == "Neg") return -v;
+    if (t == "Abs") return std::fabs(v);
+    if (t == "Relu") return v > 0 ? v : 0.0;
+    if (t == "Sign") return double((v > 0) - (v < 0));
+    if (t == "Not") return v == 0 ? 1.0 : 0.0;
+    if (!floating) return std::nullopt;
+    if (t == "Floor") return std::floor(v);
+    if (t == "Ceil") return std::ceil(v);
+    if (t == "Round") return std::nearbyint(v);
+    if (t == "Sqrt") return std::sqrt(v);
+    if (t == "Exp") return std::exp(v);
+    if (t == "Log") return std::log(v);
+    if (t == "Reciprocal") return 1.0 / v;
+    return std::nullopt;
+  }
+
   Value unary(const std::string& t, Value x) {
     std::string elem = x.elem;
     bool f = is_float_type(elem);
+    if (x.is_const && x.count() <= 4096 && fold_unary(t, 0.0, f)) {
+      Value c;
+      c.is_const = true;
+      c.elem = elem;
+      c.shape = x.shape;
+      for (int64_t k = 0; k < x.count(); ++k) {
+        double r = *fold_unary(t, x.as_double(k), f);
+        if (f)
+          c.f.push_back(elem == "f32" ? double(float(r)) : r);
+        else
+          c.i.push_back(int64_t(r));
+      }
+      return c;
+    }
     if (!f && t != "Abs" && t != "Neg" && t != "Not" && t != "Relu" && t != "Sign")
       fail(where_ + ": " + t + " of " + elem + " is not supported");
     double alpha = attr_float("alpha", 0), beta = attr_float("beta", 0);
@@ -1574,6 +1705,180 @@ class Importer {
       offset += p;
     }
     return out;
+  }
+
+  // Emits (in a body) the index `raw` (of `elem`) as an index into a dimension of `dim`:
+  // negative ones wrapped, then clamped so no read leaves the tensor (ONNX leaves them undefined).
+  std::string checked_index(const std::string& raw, const std::string& elem, int64_t dim) {
+    std::string i = op("arith.index_cast", {raw}, elem + " to index");
+    std::string zero = k_in_body("index", 0);
+    std::string neg = cmp("index", "", "slt", i, zero);
+    std::string wrapped = op("arith.addi", {i, k_in_body("index", double(dim))}, "index");
+    std::string idx = select(neg, wrapped, i, "index");
+    idx = op("arith.minsi", {idx, k_in_body("index", double(std::max<int64_t>(dim - 1, 0)))},
+             "index");
+    return op("arith.maxsi", {idx, zero}, "index");
+  }
+  std::string extract(const std::string& tensor, const std::string& type,
+                      const std::vector<std::string>& at, const std::string& elem) {
+    std::string r = fresh(), list;
+    for (size_t k = 0; k < at.size(); ++k) list += (k ? ", " : "") + at[k];
+    line("  " + r + " = tensor.extract " + tensor + "[" + list + "] : " + type);
+    (void)elem;
+    return r;
+  }
+
+  Value gather_elements() {
+    Value& data = input(0);
+    Value& indices = input(1);
+    int64_t rank = int64_t(data.shape.size());
+    int64_t axis = normalize_axis(attr_int("axis", 0), rank, where_);
+    if (int64_t(indices.shape.size()) != rank)
+      fail(where_ + ": data and indices must have the same rank");
+    std::string ds = ssa(data), dt = data.type(), ielem = indices.elem, elem = data.elem;
+    int64_t dim = data.shape[axis];
+    return elementwise(
+        {&indices}, elem, indices.shape, [&, axis, rank, dim](const std::vector<std::string>& a) {
+          std::vector<std::string> at;
+          for (int64_t k = 0; k < rank; ++k)
+            at.push_back(k == axis ? checked_index(a[0], ielem, dim) : index_of(int(k)));
+          return extract(ds, dt, at, elem);
+        });
+  }
+
+  Value log_softmax_axis1(Value x) {
+    std::string elem = x.elem;
+    Value max = reduce(
+        x, {1}, true, elem, -std::numeric_limits<double>::infinity(),
+        [](const std::string& v) { return v; },
+        [&, elem](const std::string& a, const std::string& v) {
+          return op("arith.maximumf", {a, v}, elem);
+        });
+    Value shifted = binary("Sub", x, max);
+    Value e = unary("Exp", shifted);
+    Value sum = sum_over(e, {1});
+    return binary("Sub", shifted, unary("Log", sum));
+  }
+
+  // NegativeLogLikelihoodLoss on log-probabilities (N, C, d...) and targets (N, d...), with
+  // optional class weights, ignore_index and reduction none / sum / mean (weighted).
+  Value nll_loss(Value& log_prob) {
+    Value& target = input(1);
+    std::string elem = log_prob.elem, telem = target.elem;
+    int64_t classes = log_prob.shape.size() > 1 ? log_prob.shape[1] : 0;
+    if (int64_t(target.shape.size()) + 1 != int64_t(log_prob.shape.size()))
+      fail(where_ + ": the target must have the input's rank minus one");
+    std::optional<int64_t> ignore;
+    if (attr("ignore_index")) ignore = attr_int("ignore_index", 0);
+    bool weighted = has_input(2);
+    Value weight;
+    if (weighted) weight = input(2);
+    std::string ps = ssa(log_prob), pt = log_prob.type();
+    std::string ws = weighted ? ssa(weight) : "", wt = weighted ? weight.type() : "";
+    int64_t rank = int64_t(target.shape.size());
+    // w[n, d] = weight of the target class, 0 where ignored.
+    Value w = elementwise(
+        {&target}, elem, target.shape,
+        [&, ignore, weighted, classes](const std::vector<std::string>& a) {
+          std::string one = weighted ? extract(ws, wt, {checked_index(a[0], telem, classes)}, elem)
+                                     : k_in_body(elem, 1);
+          if (!ignore) return one;
+          std::string skip = cmp(telem, "", "eq", a[0], k_in_body(telem, double(*ignore)));
+          return select(skip, k_in_body(elem, 0), one, elem);
+        });
+    Value loss = elementwise(
+        {&target, &w}, elem, target.shape, [&, rank, classes](const std::vector<std::string>& a) {
+          std::vector<std::string> at = {index_of(0), checked_index(a[0], telem, classes)};
+          for (int64_t k = 1; k < rank; ++k) at.push_back(index_of(int(k)));
+          std::string p = extract(ps, pt, at, elem);
+          return op("arith.negf", {op("arith.mulf", {p, a[1]}, elem)}, elem);
+        });
+    std::string reduction = attr_string("reduction", "mean");
+    if (reduction == "none") return loss;
+    std::vector<int64_t> all;
+    for (int64_t k = 0; k < rank; ++k) all.push_back(k);
+    auto add = [&, elem](const std::string& acc, const std::string& v) {
+      return op("arith.addf", {acc, v}, elem);
+    };
+    auto id = [](const std::string& v) { return v; };
+    Value total = reduce(loss, all, false, elem, 0, id, add);
+    if (reduction == "sum") return total;
+    if (reduction != "mean") fail(where_ + ": reduction '" + reduction + "' is not supported");
+    Value weight_total = reduce(w, all, false, elem, 0, id, add);
+    return binary("Div", total, weight_total);
+  }
+
+  Value mod() {
+    Value a = input(0), b = input(1);
+    Shape shape = broadcast_shapes({a.shape, b.shape}, where_);
+    std::string elem = a.elem;
+    bool fmod = attr_int("fmod", 0) != 0;
+    if (is_float_type(elem) && !fmod) fail(where_ + ": floating Mod needs fmod=1");
+    return elementwise({&a, &b}, elem, shape, [&, elem, fmod](const std::vector<std::string>& x) {
+      if (is_float_type(elem)) return op("arith.remf", {x[0], x[1]}, elem);
+      std::string r = op("arith.remsi", {x[0], x[1]}, elem);
+      if (fmod) return r;  // C's sign (of the dividend)
+      // Python's sign (of the divisor): add the divisor where the signs differ and r != 0.
+      std::string zero = k_in_body(elem, 0);
+      std::string nonzero = cmp(elem, "", "ne", r, zero);
+      std::string r_neg = cmp(elem, "", "slt", r, zero);
+      std::string b_neg = cmp(elem, "", "slt", x[1], zero);
+      std::string differ = op("arith.xori", {r_neg, b_neg}, "i1");
+      std::string fix = op("arith.andi", {nonzero, differ}, "i1");
+      return select(fix, op("arith.addi", {r, x[1]}, elem), r, elem);
+    });
+  }
+
+  Value is_inf_nan(bool nan) {
+    Value x = input(0);
+    std::string elem = x.elem;
+    bool pos = attr_int("detect_positive", 1) != 0, neg = attr_int("detect_negative", 1) != 0;
+    return elementwise({&x}, "i1", x.shape,
+                       [&, elem, nan, pos, neg](const std::vector<std::string>& a) {
+                         if (nan) return cmp(elem, "uno", "", a[0], a[0]);
+                         double inf = std::numeric_limits<double>::infinity();
+                         std::string p = cmp(elem, "oeq", "", a[0], k_in_body(elem, inf));
+                         std::string n = cmp(elem, "oeq", "", a[0], k_in_body(elem, -inf));
+                         if (pos && neg) return op("arith.ori", {p, n}, "i1");
+                         if (pos) return p;
+                         if (neg) return n;
+                         return k_in_body("i1", 0);
+                       });
+  }
+
+  // 1 at the first maximum along `axis` (opset 13; before it, of the flattened trailing dims).
+  Value hardmax() {
+    Value x = input(0);
+    int64_t rank = int64_t(x.shape.size());
+    int64_t axis = normalize_axis(attr_int("axis", opset_ >= 13 ? -1 : 1), rank, where_);
+    Shape original = x.shape;
+    if (opset_ < 13) {
+      x = reshape(x, {product(original, 0, axis), product(original, axis)});
+      axis = 1;
+    }
+    std::string elem = x.elem;
+    Value first = arg_reduce_value(x, axis, true);  // the first maximum, kept dims, i64
+    Value y =
+        elementwise({&first}, elem, x.shape, [&, elem, axis](const std::vector<std::string>& a) {
+          std::string i = op("arith.index_cast", {a[0]}, "i64 to index");
+          std::string hit = cmp("index", "", "eq", i, index_of(int(axis)));
+          return select(hit, k_in_body(elem, 1), k_in_body(elem, 0), elem);
+        });
+    return reshape(y, original);
+  }
+
+  std::vector<Value> dropout() {
+    Value x = input(0);
+    bool training = false;
+    if (opset_ >= 12 && has_input(2)) training = const_input(2, "training_mode").as_int(0) != 0;
+    if (opset_ < 7) training = attr_int("is_test", 0) == 0 && attr("is_test");
+    double ratio = has_input(1) ? const_input(1, "ratio").as_double(0) : attr_float("ratio", 0.5);
+    if (training && ratio != 0)
+      fail(where_ +
+           ": Dropout in training mode draws random numbers; kiln runs inference "
+           "(training_mode false)");
+    Value mask = make_const_ints(x.shape, std::vector<int64_t>(size_t(x.count()), 1), "i1");
+    return {x, mask};
   }
 
   Value gather() {
@@ -2051,14 +2356,12 @@ class Importer {
         });
   }
 
-  Value layer_norm() {
+  // Y, and where asked for, Mean and InvStdDev (reduced dimensions kept as 1).
+  std::vector<Value> layer_norm() {
     Value x = input(0);
     int64_t rank = int64_t(x.shape.size());
     int64_t axis = normalize_axis(attr_int("axis", -1), rank, where_);
     double eps = attr_float("epsilon", 1e-5);
-    for (int k = 1; k < node_->output_size(); ++k)
-      if (!node_->output(k).empty())
-        fail(where_ + ": the Mean and InvStdDev outputs are not supported");
     std::vector<int64_t> axes;
     for (int64_t k = axis; k < rank; ++k) axes.push_back(k);
     double n = double(product(x.shape, axis));
@@ -2069,22 +2372,27 @@ class Importer {
     Value centered = binary("Sub", x, mean);
     Value squared = binary("Mul", centered, centered);
     Value var_sum = sum_over(squared, axes);
+    Value inv_std_dev = elementwise(
+        {&var_sum}, elem, var_sum.shape, [&, elem, eps, n](const std::vector<std::string>& a) {
+          std::string var = op("arith.divf", {a[0], k_in_body(elem, n)}, elem);
+          std::string denom =
+              op("math.sqrt", {op("arith.addf", {var, k_in_body(elem, eps)}, elem)}, elem);
+          return op("arith.divf", {k_in_body(elem, 1), denom}, elem);
+        });
     Value scale = input(1);
-    std::vector<Value*> ins = {&centered, &var_sum, &scale};
+    std::vector<Value*> ins = {&centered, &inv_std_dev, &scale};
     Value bias;
     if (has_input(2)) {
       bias = input(2);
       ins.push_back(&bias);
     }
     bool with_bias = has_input(2);
-    return elementwise(
-        ins, elem, x.shape, [&, elem, eps, n, with_bias](const std::vector<std::string>& a) {
-          std::string var = op("arith.divf", {a[1], k_in_body(elem, n)}, elem);
-          std::string denom =
-              op("math.sqrt", {op("arith.addf", {var, k_in_body(elem, eps)}, elem)}, elem);
-          std::string y = op("arith.mulf", {op("arith.divf", {a[0], denom}, elem), a[2]}, elem);
+    Value y =
+        elementwise(ins, elem, x.shape, [&, elem, with_bias](const std::vector<std::string>& a) {
+          std::string y = op("arith.mulf", {op("arith.mulf", {a[0], a[1]}, elem), a[2]}, elem);
           return with_bias ? op("arith.addf", {y, a[3]}, elem) : y;
         });
+    return {y, mean, inv_std_dev};
   }
 
   Value softmax(bool log) {
@@ -2205,10 +2513,14 @@ class Importer {
 
   Value arg_reduce(bool is_max) {
     Value& x = input(0);
+    int64_t axis = normalize_axis(attr_int("axis", 0), int64_t(x.shape.size()), where_);
+    return arg_reduce_value(x, axis, is_max, attr_int("keepdims", 1) != 0,
+                            attr_int("select_last_index", 0) != 0);
+  }
+
+  Value arg_reduce_value(Value& x, int64_t axis, bool is_max, bool keepdims = true,
+                         bool last = false) {
     int64_t rank = int64_t(x.shape.size());
-    int64_t axis = normalize_axis(attr_int("axis", 0), rank, where_);
-    bool keepdims = attr_int("keepdims", 1) != 0;
-    bool last = attr_int("select_last_index", 0) != 0;
     std::string elem = x.elem;
     bool f = is_float_type(elem);
     Shape out_shape;
@@ -2317,7 +2629,7 @@ Result<std::string> import(const ImportRequest& request) {
 
 }  // namespace kiln::onnx_import
 
-extern "C" __attribute__((visibility("default"))) kiln::Result<std::string>
-kiln_onnx_import_to_mlir(const kiln::onnx_import::ImportRequest& request) {
-  return kiln::onnx_import::import(request);
+extern "C" __attribute__((visibility("default"))) void kiln_onnx_import_to_mlir(
+    const kiln::onnx_import::ImportRequest& request, kiln::Result<std::string>* out) {
+  *out = kiln::onnx_import::import(request);
 }

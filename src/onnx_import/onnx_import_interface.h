@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/buffer.h"
 #include "kiln/status.h"
 
 namespace kiln::onnx_import {
@@ -18,10 +19,13 @@ struct ImportRequest {
   std::vector<std::string> bound_weights;
   // Every graph input's static shape, in graph order.
   std::vector<std::vector<int64_t>> input_shapes;
+  // Per graph input: the values of a static input (compiled in as constants), else null.
+  std::vector<const Buffer*> static_values;
 };
 
 // MLIR text: `func.func @main(inputs..., bound weights...) -> (outputs...)`.
-using ImportFn = Result<std::string> (*)(const ImportRequest& request);
+// Written through `out` (a C-linkage function cannot return a C++ class cleanly).
+using ImportFn = void (*)(const ImportRequest& request, Result<std::string>* out);
 inline constexpr const char* kImportSymbol = "kiln_onnx_import_to_mlir";
 
 }  // namespace kiln::onnx_import

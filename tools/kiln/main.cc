@@ -413,7 +413,8 @@ int run_onnx(const RunArgs& args, const kiln::Client& client, const kiln::Compil
     inputs[k] = *b;
   }
   kiln::CompileReport report;
-  auto program = kiln::compile_onnx_or_get_cached(client, *model, *resolved, options, &report);
+  auto program =
+      kiln::compile_onnx_or_get_cached(client, *model, *resolved, options, &report, &inputs);
   if (!program.ok()) return fail(program.status());
   std::vector<kiln::Buffer> results;
   std::vector<double> run_ms;
