@@ -229,6 +229,18 @@ TEST(OnnxErrorsTest, TruncatedModelsAndMismatchedInputsAreClearErrors) {
   EXPECT_THAT(name.err, HasSubstr("the model has no input 'x' (its inputs: input)"));
 }
 
+// A model that protobuf accepts but whose attributes are malformed (a Conv with too few pads; found
+// by fuzz_onnx_model) fails the importer's child process: a clear error, exit 1, nothing cached.
+TEST(OnnxErrorsTest, AModelThatBreaksTheImporterIsAnErrorNotACrash) {
+  TempDir dir;
+  ProcessResult r = kiln_run(
+      dir.file("cache"), {std::string(KILN_TEST_PROGRAMS_DIR) + "/onnx/conv_with_short_pads.onnx"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("the ONNX importer failed"));
+  auto entries = run_process({kiln_binary(), "--cache-dir", dir.file("cache"), "cache", "ls"});
+  EXPECT_EQ(std::count(entries.out.begin(), entries.out.end(), '\n'), 0) << entries.out;
+}
+
 TEST(OnnxModelsTest, RepeatReportsMedianAndMinimum) {
   TempDir dir;
   ProcessResult r = kiln_run(

@@ -2,7 +2,11 @@
 // structure digest plus the input shapes, so a repeat run (or another checkpoint of the same
 // architecture) finds its key without the importer; only a miss loads libkiln_onnx_import.
 #include <dlfcn.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <mutex>
 
@@ -92,6 +96,65 @@ Buffer copy_of(const Buffer& b) {
   return out;
 }
 
+// The importer trusts what protobuf accepted, and a malformed model (attributes of the wrong
+// length, say) can make it fail badly; it runs in a forked child, built with bounds-checked
+// containers, so such a model is an error naming the signal, never the end of the caller or
+// MLIR from a wrong read. The child writes "<status code>\n<message or MLIR>" to a pipe.
+Result<std::string> import_in_child(onnx_import::ImportFn import,
+                                    const onnx_import::ImportRequest& request) {
+  int fds[2];
+  if (pipe(fds) != 0) return internal_error("cannot create a pipe for the ONNX importer");
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return resource_exhausted("cannot fork the ONNX importer: " + std::string(strerror(errno)));
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    Result<std::string> mlir = internal_error("the ONNX importer returned nothing");
+    import(request, &mlir);
+    std::string reply =
+        mlir.ok() ? "0\n" + *mlir
+                  : std::to_string(int(mlir.status().code())) + "\n" + mlir.status().message();
+    for (size_t at = 0; at < reply.size();) {
+      ssize_t n = write(fds[1], reply.data() + at, reply.size() - at);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) _exit(3);
+      at += size_t(n);
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string reply;
+  char chunk[65536];
+  for (;;) {
+    ssize_t n = read(fds[0], chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    reply.append(chunk, size_t(n));
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  size_t newline = reply.find('\n');
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || newline == std::string::npos) {
+    std::string how = WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
+                                          : "exit code " + std::to_string(WEXITSTATUS(status));
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+      return resource_exhausted(request.model_name + ": error: the ONNX importer was killed (" +
+                                how + "), most likely out of memory");
+    return invalid_argument(request.model_name + ": error: the ONNX importer failed (" + how +
+                            ") on this model: it is malformed in a way kiln does not diagnose "
+                            "(check it with onnx.checker.check_model)");
+  }
+  int code = std::atoi(reply.substr(0, newline).c_str());
+  std::string body = reply.substr(newline + 1);
+  if (code == 0) return body;
+  return Status(static_cast<StatusCode>(code), body);
+}
+
 bool same_values(const Buffer& a, const Buffer& b) {
   return a.dtype() == b.dtype() && a.shape() == b.shape() &&
          std::memcmp(a.data(), b.data(), a.byte_size()) == 0;
@@ -111,9 +174,7 @@ Result<std::string> import_onnx_to_mlir(const OnnxModel& model,
   request.static_values = statics;
   request.model_directory = model.directory();
   for (const OnnxWeight& w : model.weights()) request.bound_weights.push_back(w.name);
-  Result<std::string> mlir = internal_error("the ONNX importer returned nothing");
-  import(request, &mlir);
-  return mlir;
+  return import_in_child(import, request);
 }
 
 Result<OnnxProgram> compile_onnx_or_get_cached(

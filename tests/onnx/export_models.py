@@ -57,6 +57,8 @@ def build(name):
         return torchvision.models.mobilenet_v2(weights=None), (1, 3, 224, 224)
     if name == "squeezenet1_1":
         return torchvision.models.squeezenet1_1(weights=None), (1, 3, 224, 224)
+    if name == "efficientnet_b0":
+        return torchvision.models.efficientnet_b0(weights=None), (1, 3, 224, 224)
     if name == "transformer":
         return transformer(), (1, 16, 32)
     raise SystemExit("unknown model " + name)

@@ -1,0 +1,145 @@
+#!/usr/bin/python3
+"""kiln against ONNX Runtime and PyTorch eager on models exported from PyTorch, in one run.
+
+usage: /usr/bin/python3 bench/onnx_bench.py [--threads 1,2] [--runs 20] [MODEL ...]
+
+Per model and thread count T: kiln's cold compile (empty cache, whole process), warm start (a
+second process served from the cache, spawn to exit), run time (median of RUNS, `kiln run
+--repeat`), and beside it ONNX Runtime (npm onnxruntime-node: CPU provider, intra-op threads T,
+graph optimisation 'all', spinning off for T > 1) and PyTorch eager (torch.set_num_threads(T)).
+Each peer runs in its own process with OMP/OpenBLAS threads set to T; peak RSS is that process's.
+Ratios > 1 mean kiln is faster. Models come from tests/onnx/export_models.py (random init,
+seed 0, batch 1); ONNX Runtime is installed from npm into build/bench-ort on first use."""
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KILN = os.path.join(ROOT, "build", "bin", "kiln")
+MODELS = os.path.join(ROOT, "build", "bench-onnx")
+ORT_DIR = os.path.join(ROOT, "build", "bench-ort")
+DEFAULT_MODELS = ["mlp", "transformer", "resnet18", "mobilenet_v2", "squeezenet1_1",
+                  "efficientnet_b0"]
+
+
+def run(argv, env=None):
+    """Runs argv; returns (stdout, wall seconds, peak RSS MiB of that child)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    out, err = proc.stdout.read().decode(), proc.stderr.read().decode()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit("%s failed (%d): %s" % (" ".join(argv[:3]), proc.returncode, err[-2000:]))
+    return out, wall, usage.ru_maxrss / 1024.0
+
+
+def thread_env(threads):
+    env = dict(os.environ)
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "KILN_NUM_THREADS"):
+        env[name] = str(threads)
+    env["OMP_WAIT_POLICY"] = "PASSIVE"
+    return env
+
+
+def ensure_ort():
+    if not os.path.isdir(os.path.join(ORT_DIR, "node_modules", "onnxruntime-node")):
+        os.makedirs(ORT_DIR, exist_ok=True)
+        subprocess.run(["npm", "install", "--silent", "--ignore-scripts", "--prefix", ORT_DIR,
+                        "onnxruntime-node"], check=True)
+
+
+def ensure_model(name):
+    path = os.path.join(MODELS, name + "_opset17.onnx")
+    if not os.path.exists(path):
+        subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tests", "onnx", "export_models.py"),
+                        MODELS, name], check=True, stdout=subprocess.DEVNULL)
+    return path
+
+
+TORCH_TIMER = r"""
+import sys, time, json, statistics
+import numpy as np, torch
+sys.path.insert(0, sys.argv[1])
+import export_models
+torch.set_num_threads(int(sys.argv[3]))
+torch.manual_seed(0)
+model, shape = export_models.build(sys.argv[2])
+model.eval()
+x = torch.from_numpy(np.load(sys.argv[4]))
+times = []
+with torch.no_grad():
+    model(x)
+    for _ in range(int(sys.argv[5])):
+        start = time.perf_counter()
+        model(x)
+        times.append((time.perf_counter() - start) * 1e3)
+print(json.dumps({"median_ms": statistics.median(times), "min_ms": min(times)}))
+"""
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--threads", default="1")
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("models", nargs="*")
+    args = parser.parse_args()
+    models = args.models or DEFAULT_MODELS
+    threads = [int(t) for t in args.threads.split(",")]
+    ensure_ort()
+    import numpy as np
+    rows = []
+    for name in models:
+        model = ensure_model(name)
+        x = np.load(os.path.join(MODELS, name + ".input.npy")).astype(np.float32)
+        for t in threads:
+            env = thread_env(t)
+            with tempfile.TemporaryDirectory() as tmp:
+                raw = os.path.join(tmp, "input.bin")
+                x.tofile(raw)
+                npy = os.path.join(MODELS, name + ".input.npy")
+                kiln = [KILN, "--cache-dir", os.path.join(tmp, "cache"), "run", model, "--input",
+                        npy]
+                _, cold_s, _ = run(kiln, env)
+                warm = [run(kiln, env)[1] for _ in range(5)]
+                out, _, kiln_rss = run(kiln + ["--repeat", str(args.runs), "--json"], env)
+                kiln_ms = json.loads(out)["timings_ms"]["run_median"]
+                out, _, ort_rss = run(["node", os.path.join(ROOT, "bench", "onnx", "ort_run.js"),
+                                       model, raw, ",".join(map(str, x.shape)), str(t),
+                                       str(args.runs)],
+                                      dict(env, NODE_PATH=os.path.join(ORT_DIR, "node_modules")))
+                ort_ms = json.loads(out)["median_ms"]
+                out, _, torch_rss = run(["/usr/bin/python3", "-c", TORCH_TIMER,
+                                         os.path.join(ROOT, "tests", "onnx"), name, str(t), npy,
+                                         str(args.runs)], env)
+                torch_ms = json.loads(out)["median_ms"]
+            rows.append((name, t, cold_s, statistics.median(warm) * 1e3, kiln_ms, ort_ms, torch_ms,
+                         kiln_rss, ort_rss, torch_rss))
+            print_row(rows[-1], header=len(rows) == 1)
+    for t in threads:
+        sel = [r for r in rows if r[1] == t]
+        if not sel:
+            continue
+        geo = lambda k: statistics.geometric_mean([r[k] / r[4] for r in sel])
+        print("T=%d geometric mean: ORT/kiln %.2fx, torch/kiln %.2fx" % (t, geo(5), geo(6)))
+
+
+def print_row(r, header):
+    if header:
+        print("%-16s %2s %9s %9s %10s %10s %10s %8s %8s %18s" % (
+            "model", "T", "cold s", "warm ms", "kiln ms", "ORT ms", "torch ms", "ORT/kiln",
+            "torch/k", "peak MiB k/ORT/pt"))
+    name, t, cold, warm, k, o, p, kr, orr, pr = r
+    print("%-16s %2d %9.2f %9.1f %10.2f %10.2f %10.2f %7.2fx %7.2fx %6.0f/%5.0f/%5.0f" % (
+        name, t, cold, warm, k, o, p, o / k, p / k, kr, orr, pr), flush=True)
+
+
+if __name__ == "__main__":
+    main()
