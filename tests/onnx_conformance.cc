@@ -3,7 +3,7 @@
 // compared with ONNX's expected outputs at ONNX's tolerances (rtol 1e-3, atol 1e-7). Each test
 // runs in its own child process so a compiler failure is a failed test, not the end of the run.
 //
-// usage: kiln_onnx_conformance [--min-pass-percent P] [--jobs N] [--list] SUITE_DIR...
+// usage: kiln_onnx_conformance [--min-pass-percent P] [--jobs N] [--filter TEXT] SUITE_DIR...
 // Prints every result, then `onnx node tests: P passed, F failed` per suite.
 #include <dirent.h>
 #include <sys/wait.h>
@@ -156,18 +156,22 @@ struct Child {
 int main(int argc, char** argv) {
   double min_pass_percent = 0;
   int jobs = 2;
+  std::string filter;  // run only tests whose name contains this
   std::vector<std::string> suites;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--min-pass-percent" && i + 1 < argc)
       min_pass_percent = std::atof(argv[++i]);
+    else if (a == "--filter" && i + 1 < argc)
+      filter = argv[++i];
     else if (a == "--jobs" && i + 1 < argc)
       jobs = std::max(1, std::atoi(argv[++i]));
     else
       suites.push_back(a);
   }
   if (suites.empty()) {
-    std::cerr << "usage: kiln_onnx_conformance [--min-pass-percent P] [--jobs N] SUITE_DIR...\n";
+    std::cerr << "usage: kiln_onnx_conformance [--min-pass-percent P] [--jobs N] [--filter TEXT] "
+                 "SUITE_DIR...\n";
     return 2;
   }
   (void)kiln::config::set("KILN_ENABLE_COMPILATION_CACHE", "false");
@@ -180,6 +184,7 @@ int main(int argc, char** argv) {
     for (const std::string& name : list_dir(suite)) {
       std::string dir = suite + "/" + name;
       if (!exists(dir + "/model.onnx") || !exists(dir + "/test_data_set_0")) continue;
+      if (!filter.empty() && name.find(filter) == std::string::npos) continue;
       auto model = kiln::OnnxModel::from_file(dir + "/model.onnx");
       std::string why = model.ok() ? out_of_scope(name, *model) : "unreadable";
       if (!why.empty()) {

@@ -473,7 +473,8 @@ class Importer {
                                               "Mod",
                                               "IsInf",
                                               "IsNaN",
-                                              "Hardmax"};
+                                              "Hardmax",
+                                              "ConvTranspose"};
     return ops;
   }
 
@@ -1065,6 +1066,7 @@ class Importer {
     if (t == "MatMul") return {matmul(input(0), input(1))};
     if (t == "Gemm") return {gemm()};
     if (t == "Conv") return {conv()};
+    if (t == "ConvTranspose") return {conv_transpose()};
     if (t == "MaxPool" || t == "AveragePool") return {pool(t == "MaxPool")};
     if (t == "GlobalAveragePool" || t == "GlobalMaxPool")
       return {global_pool(t == "GlobalMaxPool")};
@@ -2169,53 +2171,236 @@ class Importer {
     return out;
   }
 
-  // Conv, 1-D and 2-D (1-D as 2-D with height 1); groups, depthwise, bias.
+  // Conv, 1-D to 3-D; groups, depthwise, bias.
   Value conv() {
     Value x = input(0), w = input(1);
     size_t spatial = x.shape.size() - 2;
-    if (spatial != 1 && spatial != 2)
-      fail(where_ + ": only 1-D and 2-D convolutions are supported");
+    if (x.shape.size() < 3 || spatial > 3 || w.shape.size() != x.shape.size())
+      fail(where_ + ": only 1-D, 2-D and 3-D convolutions are supported");
     Shape kernel(w.shape.begin() + 2, w.shape.end());
     if (auto ks = attr_ints("kernel_shape")) kernel = *ks;
+    if (kernel.size() != spatial) fail(where_ + ": kernel_shape does not match the input's rank");
     Window win = window(Shape(x.shape.begin() + 2, x.shape.end()), kernel, false);
-    if (spatial == 1) {
-      x = reshape(x, {x.shape[0], x.shape[1], 1, x.shape[2]});
-      w = reshape(w, {w.shape[0], w.shape[1], 1, w.shape[2]});
-      win.kernel.insert(win.kernel.begin(), 1);
-      win.strides.insert(win.strides.begin(), 1);
-      win.dilations.insert(win.dilations.begin(), 1);
-      win.low.insert(win.low.begin(), 0);
-      win.high.insert(win.high.begin(), 0);
-      win.out.insert(win.out.begin(), 1);
-    }
-    int64_t n = x.shape[0], c = x.shape[1], f = w.shape[0];
+    int64_t c = x.shape[1], f = w.shape[0];
     int64_t group = attr_int("group", 1);
-    if (c % group || f % group || w.shape[1] != c / group)
+    if (group < 1 || c % group || f % group || w.shape[1] != c / group)
       fail(where_ + ": channels do not match the groups");
-    Value padded = pad(x, {0, 0, win.low[0], win.low[1]}, {0, 0, win.high[0], win.high[1]}, 0);
-    std::string attrs = "{dilations = dense<[" + i64_list(win.dilations) +
-                        "]> : tensor<2xi64>, strides = dense<[" + i64_list(win.strides) +
-                        "]> : tensor<2xi64>}";
-    std::string elem = x.elem;
-    Shape out_shape = {n, f, win.out[0], win.out[1]};
-    Value y;
-    if (group == 1) {
-      y = conv_op("linalg.conv_2d_nchw_fchw", attrs, padded, w, out_shape, elem);
-    } else if (group == c && f == c) {
-      Value wd = reshape(w, {c, win.kernel[0], win.kernel[1]});
-      y = conv_op("linalg.depthwise_conv_2d_nchw_chw", attrs, padded, wd, out_shape, elem);
-    } else {
+    Shape low = {0, 0}, high = {0, 0};
+    low.insert(low.end(), win.low.begin(), win.low.end());
+    high.insert(high.end(), win.high.begin(), win.high.end());
+    Value padded = pad(x, low, high, 0);
+    Value y = conv_core(padded, w, win.strides, win.dilations, group, win.out);
+    if (has_input(2)) y = add_channel_bias(y, input(2));
+    return y;
+  }
+
+  Value add_channel_bias(Value& y, Value& bias) {
+    Shape per_channel(y.shape.size() - 1, 1);
+    per_channel[0] = y.shape[1];
+    Value b = reshape(bias, per_channel);
+    return binary("Add", y, b);
+  }
+
+  // A convolution of an already padded input (N, C, spatial...) with weights (F, C/group, k...).
+  // 2-D (and 1-D as 2-D) use linalg's named convolutions, which kiln's fast paths know; other
+  // ranks a generic whose maps index the window directly.
+  Value conv_core(Value& padded, Value& w, const Shape& strides, const Shape& dilations,
+                  int64_t group, const Shape& out_spatial) {
+    size_t spatial = padded.shape.size() - 2;
+    int64_t n = padded.shape[0], c = padded.shape[1], f = w.shape[0];
+    std::string elem = padded.elem;
+    if (spatial == 1) {
+      Value x2 = reshape(padded, {n, c, 1, padded.shape[2]});
+      Value w2 = reshape(w, {f, w.shape[1], 1, w.shape[2]});
+      Value y2 = conv_core(x2, w2, {1, strides[0]}, {1, dilations[0]}, group, {1, out_spatial[0]});
+      return reshape(y2, {n, f, out_spatial[0]});
+    }
+    Shape out_shape = {n, f};
+    out_shape.insert(out_shape.end(), out_spatial.begin(), out_spatial.end());
+    if (spatial == 2) {
+      std::string attrs = "{dilations = dense<[" + i64_list(dilations) +
+                          "]> : tensor<2xi64>, strides = dense<[" + i64_list(strides) +
+                          "]> : tensor<2xi64>}";
+      if (group == 1) return conv_op("linalg.conv_2d_nchw_fchw", attrs, padded, w, out_shape, elem);
+      if (group == c && f == c) {
+        Value wd = reshape(w, {c, w.shape[2], w.shape[3]});
+        return conv_op("linalg.depthwise_conv_2d_nchw_chw", attrs, padded, wd, out_shape, elem);
+      }
       Value xg = reshape(padded, {n, group, c / group, padded.shape[2], padded.shape[3]});
-      Value wg = reshape(w, {group, f / group, c / group, win.kernel[0], win.kernel[1]});
+      Value wg = reshape(w, {group, f / group, c / group, w.shape[2], w.shape[3]});
       Value yg = conv_op("linalg.conv_2d_ngchw_gfchw", attrs, xg, wg,
-                         {n, group, f / group, win.out[0], win.out[1]}, elem);
-      y = reshape(yg, out_shape);
+                         {n, group, f / group, out_spatial[0], out_spatial[1]}, elem);
+      return reshape(yg, out_shape);
     }
-    if (has_input(2)) {
-      Value b = reshape(input(2), {f, 1, 1});
-      y = binary("Add", y, b);
+    // Loops: n, g, f, o_1..o_s (parallel), c, k_1..k_s (reduction).
+    size_t loops = 4 + 2 * spatial;
+    auto d = [](size_t k) { return "d" + std::to_string(k); };
+    Shape xs = {n, group, c / group}, ws = {group, f / group, c / group},
+          ys = {n, group, f / group};
+    xs.insert(xs.end(), padded.shape.begin() + 2, padded.shape.end());
+    ws.insert(ws.end(), w.shape.begin() + 2, w.shape.end());
+    ys.insert(ys.end(), out_spatial.begin(), out_spatial.end());
+    Value xg = reshape(padded, xs), wg = reshape(w, ws);
+    std::string head = "affine_map<(" + dims_list(loops) + ") -> (";
+    std::string c_dim = d(3 + spatial);
+    std::string xmap = head + d(0) + ", " + d(1) + ", " + c_dim;
+    std::string wmap = head + d(1) + ", " + d(2) + ", " + c_dim;
+    std::string ymap = head + d(0) + ", " + d(1) + ", " + d(2);
+    for (size_t k = 0; k < spatial; ++k) {
+      std::string o = d(3 + k), kk = d(4 + spatial + k);
+      xmap += ", " + o + " * " + std::to_string(strides[k]) + " + " + kk + " * " +
+              std::to_string(dilations[k]);
+      wmap += ", " + kk;
+      ymap += ", " + o;
     }
-    if (spatial == 1) y = reshape(y, {n, f, win.out[1]});
+    xmap += ")>";
+    wmap += ")>";
+    ymap += ")>";
+    std::vector<bool> reduction(loops, false);
+    for (size_t k = 3 + spatial; k < loops; ++k) reduction[k] = true;
+    Value yg;
+    yg.elem = elem;
+    yg.shape = ys;
+    std::string acc = filled(elem, ys, 0);
+    yg.ssa = fresh();
+    line(yg.ssa + " = linalg.generic {indexing_maps = [" + xmap + ", " + wmap + ", " + ymap +
+         "], iterator_types = " + iterators(reduction) + "} ins(" + ssa(xg) + ", " + ssa(wg) +
+         " : " + xg.type() + ", " + wg.type() + ") outs(" + acc + " : " + yg.type() + ") {");
+    std::string a = "%b" + std::to_string(next_id_++), b = "%b" + std::to_string(next_id_++),
+                o = "%b" + std::to_string(next_id_++);
+    line("^bb0(" + a + ": " + elem + ", " + b + ": " + elem + ", " + o + ": " + elem + "):");
+    bool fl = is_float_type(elem);
+    std::string prod = op(fl ? "arith.mulf" : "arith.muli", {a, b}, elem);
+    std::string sum = op(fl ? "arith.addf" : "arith.addi", {o, prod}, elem);
+    line("  linalg.yield " + sum + " : " + elem);
+    line("} -> " + yg.type());
+    return reshape(yg, out_shape);
+  }
+
+  // ConvTranspose as a convolution: the input spread out by the strides (zeros between), padded
+  // by the kernel's extent less the pads, convolved with the kernel flipped and its channel
+  // dimensions swapped (per group).
+  Value conv_transpose() {
+    Value x = input(0), w = input(1);
+    size_t spatial = x.shape.size() - 2;
+    if (x.shape.size() < 3 || spatial > 3 || w.shape.size() != x.shape.size())
+      fail(where_ + ": only 1-D, 2-D and 3-D transposed convolutions are supported");
+    int64_t n = x.shape[0], c = x.shape[1];
+    int64_t group = attr_int("group", 1);
+    if (group < 1 || c % group || w.shape[0] != c)
+      fail(where_ + ": channels do not match the weights and groups");
+    int64_t cg = c / group, fg = w.shape[1], f = fg * group;
+    Shape kernel(w.shape.begin() + 2, w.shape.end());
+    if (auto ks = attr_ints("kernel_shape")) kernel = *ks;
+    Shape strides = attr_ints("strides").value_or(Shape(spatial, 1));
+    Shape dilations = attr_ints("dilations").value_or(Shape(spatial, 1));
+    Shape pads = attr_ints("pads").value_or(Shape(2 * spatial, 0));
+    Shape output_padding = attr_ints("output_padding").value_or(Shape(spatial, 0));
+    if (kernel.size() != spatial || strides.size() != spatial || dilations.size() != spatial ||
+        pads.size() != 2 * spatial || output_padding.size() != spatial)
+      fail(where_ + ": kernel_shape, strides, dilations, pads or output_padding do not match the "
+                    "input's rank");
+    std::string auto_pad = attr_string("auto_pad", "NOTSET");
+    std::optional<Shape> output_shape = attr_ints("output_shape");
+    if (output_shape && output_shape->size() == spatial + 2)
+      output_shape = Shape(output_shape->begin() + 2, output_shape->end());
+    if (output_shape && output_shape->size() != spatial)
+      fail(where_ + ": output_shape does not match the input's rank");
+    Shape in(x.shape.begin() + 2, x.shape.end());
+    for (size_t k = 0; k < spatial; ++k) {
+      if (strides[k] < 1 || dilations[k] < 1 || kernel[k] < 1)
+        fail(where_ + ": strides, dilations and kernel sizes must be positive");
+      int64_t extent = (kernel[k] - 1) * dilations[k] + 1;
+      int64_t full = strides[k] * (in[k] - 1) + output_padding[k] + extent;
+      std::optional<int64_t> target;
+      if (output_shape) target = (*output_shape)[k];
+      if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") target = in[k] * strides[k];
+      if (target) {
+        int64_t total = full - *target;  // negative: the output grows at the end
+        bool upper = auto_pad == "SAME_UPPER";
+        int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);  // floor, as ONNX's Python
+        pads[k] = upper ? half : total - half;
+        pads[k + spatial] = total - pads[k];
+      } else if (auto_pad == "VALID") {
+        pads[k] = pads[k + spatial] = 0;
+      }
+    }
+    // Spread: (in - 1) * stride + 1, the inputs at multiples of the stride.
+    Value spread = x;
+    bool strided = false;
+    for (int64_t s : strides) strided |= s > 1;
+    if (strided) {
+      Shape shape = {n, c};
+      for (size_t k = 0; k < spatial; ++k) shape.push_back((in[k] - 1) * strides[k] + 1);
+      std::string zeros = filled(x.elem, shape, 0);
+      Value out;
+      out.elem = x.elem;
+      out.shape = shape;
+      out.ssa = fresh();
+      std::string offsets = "0, 0", sizes = std::to_string(n) + ", " + std::to_string(c),
+                  steps = "1, 1";
+      for (size_t k = 0; k < spatial; ++k) {
+        offsets += ", 0";
+        sizes += ", " + std::to_string(in[k]);
+        steps += ", " + std::to_string(strides[k]);
+      }
+      line(out.ssa + " = tensor.insert_slice " + ssa(x) + " into " + zeros + "[" + offsets +
+           "] [" + sizes + "] [" + steps + "] : " + x.type() + " into " + out.type());
+      spread = out;
+    }
+    // Pad by extent - 1 - pad at each end (plus output_padding at the end); a negative amount
+    // crops instead.
+    Shape low = {0, 0}, high = {0, 0}, crop_low = {0, 0}, crop_high = {0, 0};
+    for (size_t k = 0; k < spatial; ++k) {
+      int64_t reach = (kernel[k] - 1) * dilations[k];
+      int64_t lo = reach - pads[k], hi = reach - pads[k + spatial] + output_padding[k];
+      low.push_back(std::max<int64_t>(lo, 0));
+      high.push_back(std::max<int64_t>(hi, 0));
+      crop_low.push_back(std::max<int64_t>(-lo, 0));
+      crop_high.push_back(std::max<int64_t>(-hi, 0));
+    }
+    Value padded = pad(spread, low, high, 0);
+    Shape offsets(spatial + 2, 0), sizes = padded.shape, steps(spatial + 2, 1);
+    bool crop = false;
+    for (size_t k = 2; k < spatial + 2; ++k) {
+      offsets[k] = crop_low[k];
+      sizes[k] -= crop_low[k] + crop_high[k];
+      crop |= crop_low[k] || crop_high[k];
+      if (sizes[k] < (kernel[k - 2] - 1) * dilations[k - 2] + 1)
+        fail(where_ + ": the pads leave no output");
+    }
+    if (crop) padded = slice(padded, offsets, sizes, steps);
+    // Weights (C = G*Cg, Fg, k...) -> (F = G*Fg, Cg, k...), each kernel flipped.
+    Shape w5 = {group, cg, fg}, wt5 = {group, fg, cg};
+    w5.insert(w5.end(), kernel.begin(), kernel.end());
+    wt5.insert(wt5.end(), kernel.begin(), kernel.end());
+    Value wg = reshape(w, w5);
+    size_t loops = 3 + spatial;
+    std::string src = "affine_map<(" + dims_list(loops) + ") -> (d0, d2, d1";
+    for (size_t k = 0; k < spatial; ++k)
+      src += ", " + std::to_string(kernel[k] - 1) + " - d" + std::to_string(3 + k);
+    src += ")>";
+    Value flipped;
+    flipped.elem = w.elem;
+    flipped.shape = wt5;
+    std::string init = empty(w.elem, wt5);
+    flipped.ssa = fresh();
+    line(flipped.ssa + " = linalg.generic {indexing_maps = [" + src + ", " +
+         broadcast_map(wt5, wt5) + "], iterator_types = " +
+         iterators(std::vector<bool>(loops, false)) + "} ins(" + ssa(wg) + " : " + wg.type() +
+         ") outs(" + init + " : " + flipped.type() + ") {");
+    std::string a = "%b" + std::to_string(next_id_++), b = "%b" + std::to_string(next_id_++);
+    line("^bb0(" + a + ": " + w.elem + ", " + b + ": " + w.elem + "):");
+    line("  linalg.yield " + a + " : " + w.elem);
+    line("} -> " + flipped.type());
+    Shape wt = {f, cg};
+    wt.insert(wt.end(), kernel.begin(), kernel.end());
+    Value weights = reshape(flipped, wt);
+    Shape out_spatial;
+    for (size_t k = 0; k < spatial; ++k)
+      out_spatial.push_back(padded.shape[k + 2] - (kernel[k] - 1) * dilations[k]);
+    Value y = conv_core(padded, weights, Shape(spatial, 1), dilations, group, out_spatial);
+    if (has_input(2)) y = add_channel_bias(y, input(2));
     return y;
   }
 
