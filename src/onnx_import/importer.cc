@@ -2021,7 +2021,8 @@ class Importer {
   Value pad_node() {
     Value& x = input(0);
     std::string mode = attr_string("mode", "constant");
-    if (mode != "constant") fail(where_ + ": pad mode '" + mode + "' is not supported");
+    if (mode != "constant" && mode != "edge" && mode != "reflect")
+      fail(where_ + ": pad mode '" + mode + "' is not supported");
     std::vector<int64_t> pads;
     double value = 0;
     if (opset_ >= 11) {
@@ -2035,12 +2036,53 @@ class Importer {
     Shape low(rank, 0), high(rank, 0);
     if (opset_ >= 18 && has_input(3)) fail(where_ + ": axes are not supported");
     if (pads.size() != 2 * rank) fail(where_ + ": pads has the wrong length");
+    // Negative pads crop: pad by the positive ones, then slice.
+    Shape offsets(rank, 0), sizes(rank), steps(rank, 1);
+    bool crop = false;
     for (size_t k = 0; k < rank; ++k) {
-      low[k] = pads[k];
-      high[k] = pads[k + rank];
-      if (low[k] < 0 || high[k] < 0) fail(where_ + ": negative pads are not supported");
+      low[k] = std::max<int64_t>(pads[k], 0);
+      high[k] = std::max<int64_t>(pads[k + rank], 0);
+      offsets[k] = std::max<int64_t>(-pads[k], 0);
+      sizes[k] = x.shape[k] + pads[k] + pads[k + rank];
+      crop |= pads[k] < 0 || pads[k + rank] < 0;
+      if (sizes[k] < 0) fail(where_ + ": the pads remove more than the input holds");
+      if (mode == "reflect" && (low[k] >= x.shape[k] || high[k] >= x.shape[k]))
+        fail(where_ + ": reflect pads must be smaller than the dimension they pad");
+      if (mode == "edge" && x.shape[k] == 0 && (low[k] || high[k]))
+        fail(where_ + ": edge pads of an empty dimension");
     }
-    return pad(x, low, high, value);
+    Value padded = mode == "constant" ? pad(x, low, high, value) : pad_from_input(x, low, high, mode);
+    if (!crop) return padded;
+    return slice(padded, offsets, sizes, steps);
+  }
+
+  // Edge or reflect padding: each output element reads the input at its position less the low
+  // pad, clamped to the edge or mirrored about it.
+  Value pad_from_input(Value& x, const Shape& low, const Shape& high, const std::string& mode) {
+    Shape shape = x.shape;
+    for (size_t k = 0; k < shape.size(); ++k) shape[k] += low[k] + high[k];
+    std::string xs = ssa(x), xt = x.type(), elem = x.elem;
+    Shape in = x.shape;
+    return elementwise({}, elem, shape, [&, in, low, mode](const std::vector<std::string>&) {
+      std::vector<std::string> at;
+      for (size_t k = 0; k < in.size(); ++k) {
+        std::string i = op("arith.subi", {index_of(int(k)), k_in_body("index", double(low[k]))},
+                           "index");
+        std::string zero = k_in_body("index", 0), last = k_in_body("index", double(in[k] - 1));
+        if (mode == "edge") {
+          i = op("arith.maxsi", {op("arith.minsi", {i, last}, "index"), zero}, "index");
+        } else {  // reflect: -i below, 2 * last - i above
+          std::string below = cmp("index", "", "slt", i, zero);
+          i = select(below, op("arith.subi", {zero, i}, "index"), i, "index");
+          std::string above = cmp("index", "", "sgt", i, last);
+          std::string mirrored =
+              op("arith.subi", {op("arith.addi", {last, last}, "index"), i}, "index");
+          i = select(above, mirrored, i, "index");
+        }
+        at.push_back(i);
+      }
+      return extract(xs, xt, at, elem);
+    });
   }
 
   Value matmul(Value& a_in, Value& b_in) {
@@ -2421,12 +2463,15 @@ class Importer {
     if (node_->output_size() > 1 && !node_->output(1).empty())
       fail(where_ + ": the Indices output of MaxPool is not supported");
     size_t spatial = x.shape.size() - 2;
-    if (spatial != 1 && spatial != 2) fail(where_ + ": only 1-D and 2-D pooling is supported");
+    if (x.shape.size() < 3 || spatial > 3)
+      fail(where_ + ": only 1-D, 2-D and 3-D pooling is supported");
     Shape kernel = attr_ints("kernel_shape").value_or(Shape{});
     if (kernel.size() != spatial) fail(where_ + ": kernel_shape is missing or of the wrong rank");
     bool ceil_mode = attr_int("ceil_mode", 0) != 0;
     Shape in_spatial(x.shape.begin() + 2, x.shape.end());
     Window win = window(in_spatial, kernel, ceil_mode);
+    Shape original_out = {x.shape[0], x.shape[1]};
+    original_out.insert(original_out.end(), win.out.begin(), win.out.end());
     if (spatial == 1) {
       x = reshape(x, {x.shape[0], x.shape[1], 1, x.shape[2]});
       in_spatial.insert(in_spatial.begin(), 1);
@@ -2434,60 +2479,107 @@ class Importer {
         s->insert(s->begin(), 1);
       win.low.insert(win.low.begin(), 0);
       win.high.insert(win.high.begin(), 0);
+      spatial = 2;
     }
     // Extra end padding for windows ceil_mode adds.
     Shape high = win.high;
-    for (int k = 0; k < 2; ++k) {
+    for (size_t k = 0; k < spatial; ++k) {
       int64_t need = (win.out[k] - 1) * win.strides[k] + (win.kernel[k] - 1) * win.dilations[k] + 1;
       int64_t have = in_spatial[k] + win.low[k] + win.high[k];
       if (need > have) high[k] += need - have;
     }
     std::string elem = x.elem;
     double fill = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
-    Value padded = pad(x, {0, 0, win.low[0], win.low[1]}, {0, 0, high[0], high[1]}, fill);
-    Shape out_shape = {x.shape[0], x.shape[1], win.out[0], win.out[1]};
-    std::string attrs = "{dilations = dense<[" + i64_list(win.dilations) +
-                        "]> : tensor<2xi64>, strides = dense<[" + i64_list(win.strides) +
-                        "]> : tensor<2xi64>}";
-    std::string window_t = empty(elem, {win.kernel[0], win.kernel[1]});
+    if (!is_float_type(elem) && is_max) fill = double(std::numeric_limits<int64_t>::min());
+    Shape pad_low = {0, 0}, pad_high = {0, 0};
+    pad_low.insert(pad_low.end(), win.low.begin(), win.low.end());
+    pad_high.insert(pad_high.end(), high.begin(), high.end());
+    if (!is_float_type(elem) && is_max) {  // the smallest value of the element type
+      int bits = bit_width(elem);
+      fill = bits >= 64 ? -9.2233720368547758e18 : -std::ldexp(1.0, bits - 1);
+    }
+    Value padded = pad(x, pad_low, pad_high, fill);
+    Shape out_shape = {x.shape[0], x.shape[1]};
+    out_shape.insert(out_shape.end(), win.out.begin(), win.out.end());
     std::string acc = filled(elem, out_shape, fill);
     Value y;
     y.elem = elem;
     y.shape = out_shape;
     y.ssa = fresh();
-    line(y.ssa + " = " +
-         std::string(is_max ? "linalg.pooling_nchw_max" : "linalg.pooling_nchw_sum") + " " + attrs +
-         " ins(" + ssa(padded) + ", " + window_t + " : " + padded.type() + ", " +
-         tensor_type(elem, {win.kernel[0], win.kernel[1]}) + ") outs(" + acc + " : " + y.type() +
-         ") -> " + y.type());
+    bool f = is_float_type(elem);
+    std::string combine = is_max ? (f ? "arith.maximumf" : "arith.maxsi") : (f ? "arith.addf" : "arith.addi");
+    if (spatial == 2) {
+      std::string attrs = "{dilations = dense<[" + i64_list(win.dilations) +
+                          "]> : tensor<2xi64>, strides = dense<[" + i64_list(win.strides) +
+                          "]> : tensor<2xi64>}";
+      std::string window_t = empty(elem, win.kernel);
+      line(y.ssa + " = " +
+           std::string(is_max ? "linalg.pooling_nchw_max" : "linalg.pooling_nchw_sum") + " " +
+           attrs + " ins(" + ssa(padded) + ", " + window_t + " : " + padded.type() + ", " +
+           tensor_type(elem, win.kernel) + ") outs(" + acc + " : " + y.type() + ") -> " +
+           y.type());
+    } else {  // loops n, c, o_1..o_s (parallel), k_1..k_s (reduction)
+      size_t loops = 2 + 2 * spatial;
+      std::string xmap = "affine_map<(" + dims_list(loops) + ") -> (d0, d1";
+      std::string ymap = "affine_map<(" + dims_list(loops) + ") -> (d0, d1";
+      for (size_t k = 0; k < spatial; ++k) {
+        xmap += ", d" + std::to_string(2 + k) + " * " + std::to_string(win.strides[k]) + " + d" +
+                std::to_string(2 + spatial + k) + " * " + std::to_string(win.dilations[k]);
+        ymap += ", d" + std::to_string(2 + k);
+      }
+      // The window operand (only its shape is read) bounds the reduction loops, as in linalg's
+      // named pooling ops.
+      std::string wmap = "affine_map<(" + dims_list(loops) + ") -> (";
+      for (size_t k = 0; k < spatial; ++k)
+        wmap += (k ? ", d" : "d") + std::to_string(2 + spatial + k);
+      xmap += ")>";
+      ymap += ")>";
+      wmap += ")>";
+      std::string window_t = empty(elem, win.kernel);
+      std::vector<bool> reduction(loops, false);
+      for (size_t k = 2 + spatial; k < loops; ++k) reduction[k] = true;
+      line(y.ssa + " = linalg.generic {indexing_maps = [" + xmap + ", " + wmap + ", " + ymap +
+           "], iterator_types = " + iterators(reduction) + "} ins(" + ssa(padded) + ", " +
+           window_t + " : " + padded.type() + ", " + tensor_type(elem, win.kernel) + ") outs(" +
+           acc + " : " + y.type() + ") {");
+      std::string a = "%b" + std::to_string(next_id_++), o = "%b" + std::to_string(next_id_++);
+      std::string unused = "%b" + std::to_string(next_id_++);
+      line("^bb0(" + a + ": " + elem + ", " + unused + ": " + elem + ", " + o + ": " + elem + "):");
+      line("  linalg.yield " + op(combine, {o, a}, elem) + " : " + elem);
+      line("} -> " + y.type());
+    }
     if (!is_max) {
       // Divide by the number of elements each window covered (pads counted only when asked).
       bool include_pad = attr_int("count_include_pad", 0) != 0;
-      std::vector<double> counts;
-      for (int64_t oh = 0; oh < win.out[0]; ++oh)
-        for (int64_t ow = 0; ow < win.out[1]; ++ow) {
-          int64_t count = 1;
-          int64_t pos[2] = {oh, ow};
-          for (int k = 0; k < 2; ++k) {
-            int64_t lo_limit = include_pad ? -win.low[k] : 0;
-            int64_t hi_limit = include_pad ? in_spatial[k] + win.high[k] : in_spatial[k];
-            int64_t covered = 0;
-            for (int64_t j = 0; j < win.kernel[k]; ++j) {
-              int64_t p = pos[k] * win.strides[k] - win.low[k] + j * win.dilations[k];
-              covered += p >= lo_limit && p < hi_limit;
-            }
-            count *= covered;
+      std::vector<std::vector<int64_t>> covered_per_dim(spatial);
+      for (size_t k = 0; k < spatial; ++k)
+        for (int64_t o = 0; o < win.out[k]; ++o) {
+          int64_t lo_limit = include_pad ? -win.low[k] : 0;
+          int64_t hi_limit = include_pad ? in_spatial[k] + win.high[k] : in_spatial[k];
+          int64_t covered = 0;
+          for (int64_t j = 0; j < win.kernel[k]; ++j) {
+            int64_t p = o * win.strides[k] - win.low[k] + j * win.dilations[k];
+            covered += p >= lo_limit && p < hi_limit;
           }
-          counts.push_back(double(std::max<int64_t>(count, 1)));
+          covered_per_dim[k].push_back(covered);
         }
-      Value divisor = make_const_floats(elem, {win.out[0], win.out[1]}, counts);
+      std::vector<double> counts;
+      int64_t windows = product(win.out);
+      for (int64_t flat = 0; flat < windows; ++flat) {
+        int64_t rem = flat, count = 1;
+        for (int64_t k = int64_t(spatial) - 1; k >= 0; --k) {
+          count *= covered_per_dim[k][rem % win.out[k]];
+          rem /= win.out[k];
+        }
+        counts.push_back(double(std::max<int64_t>(count, 1)));
+      }
+      Value divisor = make_const_floats(elem, win.out, counts);
       bool uniform =
           std::all_of(counts.begin(), counts.end(), [&](double c) { return c == counts[0]; });
       if (uniform) divisor = make_const_floats(elem, {}, {counts[0]});
       y = binary("Div", y, divisor);
     }
-    if (spatial == 1) y = reshape(y, {out_shape[0], out_shape[1], out_shape[3]});
-    return y;
+    return reshape(y, original_out);
   }
 
   Value global_pool(bool is_max) {
