@@ -474,7 +474,9 @@ class Importer {
                                               "IsInf",
                                               "IsNaN",
                                               "Hardmax",
-                                              "ConvTranspose"};
+                                              "ConvTranspose",
+                                              "Resize",
+                                              "Upsample"};
     return ops;
   }
 
@@ -1067,6 +1069,7 @@ class Importer {
     if (t == "Gemm") return {gemm()};
     if (t == "Conv") return {conv()};
     if (t == "ConvTranspose") return {conv_transpose()};
+    if (t == "Resize" || t == "Upsample") return {resize(t == "Upsample")};
     if (t == "MaxPool" || t == "AveragePool") return {pool(t == "MaxPool")};
     if (t == "GlobalAveragePool" || t == "GlobalMaxPool")
       return {global_pool(t == "GlobalMaxPool")};
@@ -1881,6 +1884,227 @@ class Importer {
            "(training_mode false)");
     Value mask = make_const_ints(x.shape, std::vector<int64_t>(size_t(x.count()), 1), "i1");
     return {x, mask};
+  }
+
+  // Where one output coordinate of a resized dimension reads: `taps` input positions (clamped
+  // to the edge) with their weights, or the extrapolation value.
+  struct ResizeTaps {
+    std::vector<int64_t> index;
+    std::vector<double> weight;
+    bool outside = false;
+  };
+
+  std::vector<ResizeTaps> resize_taps(int64_t in, int64_t out, double scale, const std::string& mode,
+                                      const std::string& ctm, const std::string& nearest_mode,
+                                      double cubic_a, bool exclude_outside, double roi_start,
+                                      double roi_end) {
+    std::vector<ResizeTaps> taps(static_cast<size_t>(out));
+    size_t tap_count = mode == "nearest" ? 1 : mode == "linear" ? 2 : 4;
+    // ONNX's reference scales by the unrounded output length (input length × scale).
+    double out_len = double(in) * scale;
+    for (int64_t o = 0; o < out; ++o) {
+      double x;
+      if (ctm == "half_pixel")
+        x = (o + 0.5) / scale - 0.5;
+      else if (ctm == "pytorch_half_pixel")
+        x = out_len > 1 ? (o + 0.5) / scale - 0.5 : 0;
+      else if (ctm == "align_corners")
+        x = out_len == 1 ? 0 : o * double(in - 1) / (out_len - 1);
+      else if (ctm == "asymmetric")
+        x = o / scale;
+      else if (ctm == "tf_half_pixel_for_nn")
+        x = (o + 0.5) / scale;
+      else if (ctm == "tf_crop_and_resize")
+        x = out_len > 1 ? roi_start * (in - 1) + o * (roi_end - roi_start) * (in - 1) / (out_len - 1)
+                        : 0.5 * (roi_start + roi_end) * (in - 1);
+      else
+        fail(where_ + ": coordinate_transformation_mode '" + ctm + "' is not supported");
+      ResizeTaps& t = taps[size_t(o)];
+      if (ctm == "tf_crop_and_resize" && (x < 0 || x > in - 1)) {
+        t.outside = true;
+        t.index.assign(tap_count, 0);
+        t.weight.assign(tap_count, 0);
+        continue;
+      }
+      auto clamp = [in](int64_t i) { return std::clamp<int64_t>(i, 0, in - 1); };
+      if (mode == "nearest") {
+        double fl = std::floor(x), frac = x - fl;
+        int64_t i;
+        if (nearest_mode == "floor")
+          i = int64_t(fl);
+        else if (nearest_mode == "ceil")
+          i = int64_t(std::ceil(x));
+        else if (nearest_mode == "round_prefer_ceil")
+          i = int64_t(frac >= 0.5 ? fl + 1 : fl);
+        else if (nearest_mode == "round_prefer_floor")
+          i = int64_t(frac > 0.5 ? fl + 1 : fl);
+        else
+          fail(where_ + ": nearest_mode '" + nearest_mode + "' is not supported");
+        t.index = {clamp(i)};
+        t.weight = {1};
+        continue;
+      }
+      int64_t x0 = int64_t(std::floor(x));
+      double r = x - double(x0);
+      std::vector<int64_t> raw;
+      if (mode == "linear") {
+        raw = {x0, x0 + 1};
+        t.weight = {1 - r, r};
+      } else if (mode == "cubic") {
+        double a = cubic_a;
+        auto far = [a](double d) { return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a; };
+        auto near = [a](double d) { return ((a + 2) * d - (a + 3)) * d * d + 1; };
+        raw = {x0 - 1, x0, x0 + 1, x0 + 2};
+        t.weight = {far(r + 1), near(r), near(1 - r), far(2 - r)};
+      } else {
+        fail(where_ + ": mode '" + mode + "' is not supported");
+      }
+      if (exclude_outside) {
+        double sum = 0;
+        for (size_t j = 0; j < raw.size(); ++j) {
+          if (raw[j] < 0 || raw[j] >= in) t.weight[j] = 0;
+          sum += t.weight[j];
+        }
+        if (sum != 0)
+          for (double& w : t.weight) w /= sum;
+      }
+      for (int64_t i : raw) t.index.push_back(clamp(i));
+    }
+    return taps;
+  }
+
+  // Resize (opsets 10+) and Upsample: every output element a weighted sum of input elements whose
+  // positions and weights are computed here (shapes are static), one table per resized dimension.
+  Value resize(bool upsample) {
+    Value x = input(0);
+    size_t rank = x.shape.size();
+    std::string mode = attr_string("mode", "nearest");
+    if (mode == "bilinear" || mode == "trilinear") mode = "linear";
+    bool old = upsample || opset_ < 11;
+    std::string ctm = old ? "asymmetric" : attr_string("coordinate_transformation_mode", "half_pixel");
+    std::string nearest_mode = old ? "floor" : attr_string("nearest_mode", "round_prefer_floor");
+    if (old && mode == "nearest") nearest_mode = "floor";
+    double cubic_a = attr_float("cubic_coeff_a", -0.75);
+    bool exclude_outside = attr_int("exclude_outside", 0) != 0;
+    double extrapolation = attr_float("extrapolation_value", 0);
+    std::vector<double> scales, roi;
+    Shape sizes;
+    auto floats_of = [&](int k, const std::string& what) {
+      const Value& v = const_input(k, what);
+      std::vector<double> out;
+      for (int64_t j = 0; j < v.count(); ++j) out.push_back(v.as_double(j));
+      return out;
+    };
+    if (upsample && opset_ < 9) {
+      auto a = attr("scales");
+      if (a) scales.assign(a->floats().begin(), a->floats().end());
+    } else if (old) {
+      scales = floats_of(1, "scales");
+    } else {
+      if (has_input(1)) roi = floats_of(1, "roi");
+      if (has_input(2)) scales = floats_of(2, "scales");
+      if (has_input(3)) sizes = const_ints(3, "sizes");
+    }
+    if (!sizes.empty()) {
+      if (sizes.size() != rank) fail(where_ + ": sizes does not match the input's rank");
+      scales.clear();
+      for (size_t k = 0; k < rank; ++k) scales.push_back(double(sizes[k]) / double(x.shape[k]));
+    } else {
+      if (scales.size() != rank) fail(where_ + ": scales does not match the input's rank");
+      for (size_t k = 0; k < rank; ++k) {
+        if (!(scales[k] > 0)) fail(where_ + ": scales must be positive");
+        sizes.push_back(int64_t(std::floor(double(x.shape[k]) * scales[k])));
+      }
+    }
+    if (product(sizes) > (int64_t(1) << 32)) fail(where_ + ": the output is too large");
+    if (!roi.empty() && roi.size() != 2 * rank) fail(where_ + ": roi must hold 2 values per axis");
+    if (mode != "nearest" && !is_float_type(x.elem))
+      fail(where_ + ": " + mode + " resizing of " + x.elem + " is not supported");
+    // Per dimension: taps, or nothing where output position o reads input position o.
+    std::vector<std::vector<ResizeTaps>> tables(rank);
+    std::vector<size_t> resized;
+    bool any_outside = false;
+    for (size_t k = 0; k < rank; ++k) {
+      double start = roi.empty() ? 0 : roi[k], end = roi.empty() ? 1 : roi[k + rank];
+      auto taps = resize_taps(x.shape[k], sizes[k], scales[k], mode, ctm, nearest_mode, cubic_a,
+                              exclude_outside, start, end);
+      bool identity = sizes[k] == x.shape[k];
+      for (int64_t o = 0; o < sizes[k] && identity; ++o) {
+        const ResizeTaps& t = taps[size_t(o)];
+        for (size_t j = 0; j < t.index.size(); ++j)
+          identity &= t.weight[j] == 0 || (t.index[j] == o && t.weight[j] == 1);
+        identity &= !t.outside;
+      }
+      if (identity) continue;
+      for (const auto& t : taps) any_outside |= t.outside;
+      tables[k] = std::move(taps);
+      resized.push_back(k);
+    }
+    if (resized.empty()) return x;
+    size_t tap_count = tables[resized[0]][0].index.size();
+    int64_t combos = 1;
+    for (size_t r = 0; r < resized.size(); ++r) combos *= int64_t(tap_count);
+    if (combos > 256) fail(where_ + ": resizing " + std::to_string(resized.size()) +
+                           " dimensions at once with " + mode + " is not supported");
+    // Tables as constants: index (out_k x taps, index) and weight (out_k x taps, elem).
+    std::vector<std::string> index_tables, weight_tables, outside_tables;
+    std::string elem = x.elem;
+    for (size_t k : resized) {
+      Value idx = make_const_ints({sizes[k], int64_t(tap_count)}, {}, "i64");
+      Value wt = make_const_floats(is_float_type(elem) ? elem : "f32", {sizes[k], int64_t(tap_count)}, {});
+      Value out = make_const_ints({sizes[k]}, {}, "i1");
+      for (const auto& t : tables[k]) {
+        for (size_t j = 0; j < tap_count; ++j) {
+          idx.i.push_back(t.index[j]);
+          wt.f.push_back(elem == "f32" ? double(float(t.weight[j])) : t.weight[j]);
+        }
+        out.i.push_back(t.outside);
+      }
+      index_tables.push_back(ssa(idx) + "|" + idx.type());
+      weight_tables.push_back(ssa(wt) + "|" + wt.type());
+      outside_tables.push_back(ssa(out) + "|" + out.type());
+    }
+    std::string xs = ssa(x), xt = x.type();
+    auto split = [](const std::string& s) {
+      size_t bar = s.find('|');
+      return std::make_pair(s.substr(0, bar), s.substr(bar + 1));
+    };
+    return elementwise({}, elem, sizes, [&, rank, tap_count, combos, mode, extrapolation,
+                                         any_outside](const std::vector<std::string>&) {
+      std::vector<std::string> position(rank);
+      for (size_t k = 0; k < rank; ++k) position[k] = index_of(int(k));
+      bool f = is_float_type(elem);
+      std::string acc = f ? k_in_body(elem, 0) : "";
+      for (int64_t combo = 0; combo < combos; ++combo) {
+        std::vector<std::string> at = position;
+        std::string weight;
+        int64_t rest = combo;
+        for (size_t r = 0; r < resized.size(); ++r) {
+          size_t k = resized[r];
+          std::string j = k_in_body("index", double(rest % int64_t(tap_count)));
+          rest /= int64_t(tap_count);
+          auto [it, itype] = split(index_tables[r]);
+          std::string i64 = extract(it, itype, {position[k], j}, "i64");
+          at[k] = op("arith.index_cast", {i64}, "i64 to index");
+          if (f) {
+            auto [wt, wtype] = split(weight_tables[r]);
+            std::string w = extract(wt, wtype, {position[k], j}, elem);
+            weight = weight.empty() ? w : op("arith.mulf", {weight, w}, elem);
+          }
+        }
+        std::string v = extract(xs, xt, at, elem);
+        if (!f) return v;  // nearest: one tap
+        acc = op("arith.addf", {acc, op("arith.mulf", {v, weight}, elem)}, elem);
+      }
+      if (!any_outside) return acc;
+      std::string outside = "";
+      for (size_t r = 0; r < resized.size(); ++r) {
+        auto [ot, otype] = split(outside_tables[r]);
+        std::string o = extract(ot, otype, {position[resized[r]]}, "i1");
+        outside = outside.empty() ? o : op("arith.ori", {outside, o}, "i1");
+      }
+      return select(outside, k_in_body(elem, extrapolation), acc, elem);
+    });
   }
 
   Value gather() {
