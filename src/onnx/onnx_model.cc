@@ -286,6 +286,7 @@ bool onnx_input_is_static_slot(const std::string& op_type, int k) {
   if (op_type == "Range") return k <= 2;
   if (op_type == "ConstantOfShape") return k == 0;
   if (op_type == "Resize") return k >= 1 && k <= 3;
+  if (op_type == "LSTM" || op_type == "GRU" || op_type == "RNN") return k == 4;  // sequence_lens
   return false;
 }
 

@@ -476,7 +476,10 @@ class Importer {
                                               "Hardmax",
                                               "ConvTranspose",
                                               "Resize",
-                                              "Upsample"};
+                                              "Upsample",
+                                              "LSTM",
+                                              "GRU",
+                                              "RNN"};
     return ops;
   }
 
@@ -746,6 +749,7 @@ class Importer {
     return r;
   }
 
+  Value reshape(Value&& v, const Shape& shape) { return reshape(v, shape); }
   // Static reshape through a 1-D view (any shape to any shape with the same element count).
   Value reshape(Value& v, const Shape& shape) {
     if (product(shape) != v.count())
@@ -1070,6 +1074,7 @@ class Importer {
     if (t == "Conv") return {conv()};
     if (t == "ConvTranspose") return {conv_transpose()};
     if (t == "Resize" || t == "Upsample") return {resize(t == "Upsample")};
+    if (t == "LSTM" || t == "GRU" || t == "RNN") return recurrent(t);
     if (t == "MaxPool" || t == "AveragePool") return {pool(t == "MaxPool")};
     if (t == "GlobalAveragePool" || t == "GlobalMaxPool")
       return {global_pool(t == "GlobalMaxPool")};
@@ -2104,6 +2109,191 @@ class Importer {
         outside = outside.empty() ? o : op("arith.ori", {outside, o}, "i1");
       }
       return select(outside, k_in_body(elem, extrapolation), acc, elem);
+    });
+  }
+
+  // ---- recurrent layers: unrolled over the (static) sequence -----------------------------------
+  Value take(Value v, int64_t axis, int64_t index) {  // v[..., index, ...] without that axis
+    Shape offsets(v.shape.size(), 0), sizes = v.shape, steps(v.shape.size(), 1);
+    offsets[axis] = index;
+    sizes[axis] = 1;
+    Value s = slice(v, offsets, sizes, steps);
+    Shape dropped = v.shape;
+    dropped.erase(dropped.begin() + axis);
+    return reshape(s, dropped);
+  }
+  Value columns(Value v, int64_t from, int64_t count) {  // v[:, from : from + count]
+    Shape offsets = {0, from}, sizes = {v.shape[0], count}, steps = {1, 1};
+    return slice(v, offsets, sizes, steps);
+  }
+  Value activation(const std::string& name, Value x, double clip) {
+    if (clip > 0) {
+      Value lo = make_const_floats(x.elem, {}, {-clip}), hi = make_const_floats(x.elem, {}, {clip});
+      x = binary("Min", binary("Max", x, lo), hi);
+    }
+    static const std::set<std::string> plain = {"Sigmoid", "Tanh", "Relu", "Softsign", "Softplus"};
+    if (!plain.count(name))
+      fail(where_ + ": activation '" + name + "' is not supported (Sigmoid, Tanh, Relu, Softsign "
+                    "and Softplus are)");
+    return unary(name, x);
+  }
+
+  // LSTM, GRU and RNN (opsets 7 and 14): forward, reverse or bidirectional; biases, initial
+  // states, peepholes, clip, linear_before_reset, layout; sequence_lens compiled in.
+  std::vector<Value> recurrent(const std::string& kind) {
+    Value x = input(0), w = input(1), r = input(2);
+    int64_t layout = attr_int("layout", 0);
+    if (x.shape.size() != 3) fail(where_ + ": X must have rank 3");
+    if (layout == 1) x = transpose(x, {1, 0, 2});
+    int64_t seq = x.shape[0], batch = x.shape[1], in = x.shape[2];
+    int64_t hidden = attr_int("hidden_size", r.shape.size() == 3 ? r.shape[2] : 0);
+    std::string direction = attr_string("direction", "forward");
+    int64_t dirs = direction == "bidirectional" ? 2 : 1;
+    int64_t gates = kind == "LSTM" ? 4 : kind == "GRU" ? 3 : 1;
+    if (w.shape != Shape{dirs, gates * hidden, in} || r.shape != Shape{dirs, gates * hidden, hidden})
+      fail(where_ + ": W or R does not match hidden_size, the input and the direction");
+    if (attr_int("input_forget", 0) != 0) fail(where_ + ": input_forget is not supported");
+    double clip = attr("clip") ? attr_float("clip", 0) : 0;
+    bool linear_before_reset = attr_int("linear_before_reset", 0) != 0;
+    std::vector<std::string> acts;
+    if (auto a = attr("activations"))
+      for (const auto& name : a->strings()) acts.push_back(name);
+    if (attr("activation_alpha") || attr("activation_beta"))
+      fail(where_ + ": activation_alpha and activation_beta are not supported");
+    std::vector<std::string> defaults =
+        kind == "LSTM" ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+        : kind == "GRU" ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                        : std::vector<std::string>{"Tanh"};
+    if (acts.empty())
+      for (int64_t d = 0; d < dirs; ++d) acts.insert(acts.end(), defaults.begin(), defaults.end());
+    if (acts.size() != defaults.size() * size_t(dirs))
+      fail(where_ + ": activations has the wrong length");
+    std::optional<std::vector<int64_t>> lengths;
+    if (has_input(4)) {
+      lengths = const_ints(4, "sequence_lens");
+      if (int64_t(lengths->size()) != batch) fail(where_ + ": sequence_lens must have batch values");
+      for (int64_t& l : *lengths) l = std::clamp<int64_t>(l, 0, seq);
+    }
+    std::string elem = x.elem;
+    Value x2 = reshape(x, {seq * batch, in});
+    std::vector<Value> y_dirs, h_dirs, c_dirs;
+    for (int64_t d = 0; d < dirs; ++d) {
+      bool reverse = direction == "reverse" || d == 1;
+      Value wd = take(w, 0, d), rd = take(r, 0, d);
+      Value wt = transpose(wd, {1, 0}), rt = transpose(rd, {1, 0});
+      Value xw = matmul(x2, wt);  // every step's input projection at once: (seq*batch, gates*H)
+      Value wb, rb;
+      bool biased = has_input(3);
+      if (biased) {
+        Value bd = take(input(3), 0, d);  // (2 * gates * H): Wb then Rb
+        Value bd2 = reshape(bd, {1, 2 * gates * hidden});
+        wb = reshape(columns(bd2, 0, gates * hidden), {gates * hidden});
+        rb = reshape(columns(bd2, gates * hidden, gates * hidden), {gates * hidden});
+        xw = binary("Add", xw, wb);
+      }
+      Value h = has_input(5) ? take(input(5), 0, d) : make_const_floats(elem, {batch, hidden}, std::vector<double>(size_t(batch * hidden), 0));
+      Value c = kind == "LSTM" && has_input(6)
+                    ? take(input(6), 0, d)
+                    : make_const_floats(elem, {batch, hidden}, std::vector<double>(size_t(batch * hidden), 0));
+      Value peep;
+      bool peepholes = kind == "LSTM" && has_input(7);
+      if (peepholes) peep = reshape(take(input(7), 0, d), {1, 3 * hidden});
+      const std::string* act = &acts[size_t(d) * defaults.size()];
+      std::vector<Value> outputs(static_cast<size_t>(seq));
+      for (int64_t step = 0; step < seq; ++step) {
+        int64_t t = reverse ? seq - 1 - step : step;
+        Shape offsets = {t * batch, 0}, sizes = {batch, gates * hidden}, steps = {1, 1};
+        Value xt = slice(xw, offsets, sizes, steps);
+        Value hr = matmul(h, rt);
+        if (biased && !(kind == "GRU" && linear_before_reset)) hr = binary("Add", hr, rb);
+        Value h_new, c_new;
+        if (kind == "RNN") {
+          h_new = activation(act[0], binary("Add", xt, hr), clip);
+        } else if (kind == "LSTM") {
+          Value g = binary("Add", xt, hr);
+          Value gi = columns(g, 0, hidden), go = columns(g, hidden, hidden),
+                gf = columns(g, 2 * hidden, hidden), gc = columns(g, 3 * hidden, hidden);
+          if (peepholes) {
+            gi = binary("Add", gi, binary("Mul", c, columns(peep, 0, hidden)));
+            gf = binary("Add", gf, binary("Mul", c, columns(peep, 2 * hidden, hidden)));
+          }
+          Value i = activation(act[0], gi, clip), f = activation(act[0], gf, clip);
+          Value cc = activation(act[1], gc, clip);
+          c_new = binary("Add", binary("Mul", f, c), binary("Mul", i, cc));
+          if (peepholes) go = binary("Add", go, binary("Mul", c_new, columns(peep, hidden, hidden)));
+          Value o = activation(act[0], go, clip);
+          h_new = binary("Mul", o, activation(act[2], c_new, 0));
+        } else {  // GRU: z, r, h
+          Value xz = columns(xt, 0, hidden), xr = columns(xt, hidden, hidden),
+                xh = columns(xt, 2 * hidden, hidden);
+          Value hz = columns(hr, 0, hidden), hrr = columns(hr, hidden, hidden);
+          if (linear_before_reset && biased) {
+            Value rb2 = reshape(rb, {1, gates * hidden});
+            hz = binary("Add", hz, columns(rb2, 0, hidden));
+            hrr = binary("Add", hrr, columns(rb2, hidden, hidden));
+          }
+          Value z = activation(act[0], binary("Add", xz, hz), clip);
+          Value rg = activation(act[0], binary("Add", xr, hrr), clip);
+          Value candidate;
+          if (linear_before_reset) {
+            Value hh = columns(hr, 2 * hidden, hidden);
+            if (biased) {
+              Value rb2 = reshape(rb, {1, gates * hidden});
+              hh = binary("Add", hh, columns(rb2, 2 * hidden, hidden));
+            }
+            candidate = binary("Add", xh, binary("Mul", rg, hh));
+          } else {
+            Value rh = binary("Mul", rg, h);
+            Value rt_h = columns(rt, 2 * hidden, hidden);
+            candidate = binary("Add", xh, matmul(rh, rt_h));
+            if (biased) {
+              Value rb2 = reshape(rb, {1, gates * hidden});
+              candidate = binary("Add", candidate, columns(rb2, 2 * hidden, hidden));
+            }
+          }
+          Value hc = activation(act[1], candidate, clip);
+          Value one = make_const_floats(elem, {}, {1});
+          h_new = binary("Add", binary("Mul", binary("Sub", one, z), hc), binary("Mul", z, h));
+        }
+        Value y = h_new;
+        if (lengths) {  // batch entries past their length keep their state and output zeros
+          std::vector<int64_t> live;
+          for (int64_t l : *lengths) live.push_back(t < l ? 1 : 0);
+          Value mask = make_const_ints({batch, 1}, live, "i1");
+          Value zeros = make_const_floats(elem, {}, {0});
+          y = where_of(mask, h_new, zeros);
+          h_new = where_of(mask, h_new, h);
+          if (kind == "LSTM") c_new = where_of(mask, c_new, c);
+        }
+        h = h_new;
+        if (kind == "LSTM") c = c_new;
+        outputs[size_t(t)] = reshape(y, {1, 1, batch, hidden});
+      }
+      std::vector<Value*> parts;
+      for (Value& o : outputs) parts.push_back(&o);
+      y_dirs.push_back(concat(parts, 0));
+      h_dirs.push_back(reshape(h, {1, batch, hidden}));
+      c_dirs.push_back(reshape(c, {1, batch, hidden}));
+    }
+    auto join = [&](std::vector<Value>& v, int64_t axis) {
+      if (v.size() == 1) return v[0];
+      std::vector<Value*> parts = {&v[0], &v[1]};
+      return concat(parts, axis);
+    };
+    Value y = join(y_dirs, 1), y_h = join(h_dirs, 0), y_c = join(c_dirs, 0);
+    if (layout == 1) {
+      y = transpose(y, {2, 0, 1, 3});
+      y_h = transpose(y_h, {1, 0, 2});
+      y_c = transpose(y_c, {1, 0, 2});
+    }
+    return {y, y_h, y_c};
+  }
+
+  Value where_of(Value& cond, Value& a, Value& b) {
+    Shape shape = broadcast_shapes({cond.shape, a.shape, b.shape}, where_);
+    std::string elem = a.elem;
+    return elementwise({&cond, &a, &b}, elem, shape, [&, elem](const std::vector<std::string>& v) {
+      return select(v[0], v[1], v[2], elem);
     });
   }
 
