@@ -3,6 +3,7 @@
 // not load them); the importer (src/onnx_import) reads the model with the real protobuf classes.
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "core/digest.h"
@@ -18,7 +19,7 @@ constexpr uint32_t kModelIrVersion = 1, kModelGraph = 7, kModelOpsetImport = 8;
 constexpr uint32_t kOpsetDomain = 1, kOpsetVersion = 2;
 constexpr uint32_t kGraphNode = 1, kGraphInitializer = 5, kGraphInput = 11, kGraphOutput = 12,
                    kGraphSparseInitializer = 15;
-constexpr uint32_t kNodeInput = 1, kNodeOpType = 4, kNodeDomain = 7;
+constexpr uint32_t kNodeInput = 1, kNodeOutput = 2, kNodeOpType = 4, kNodeDomain = 7;
 constexpr uint32_t kValueName = 1, kValueType = 2;
 constexpr uint32_t kTypeTensor = 1;
 constexpr uint32_t kTensorTypeElemType = 1, kTensorTypeShape = 2;
@@ -279,12 +280,15 @@ bool onnx_input_read_at_import(const std::string& op_type, int input_index) {
 bool onnx_input_is_static_slot(const std::string& op_type, int k) {
   if (op_type == "Reshape" || op_type == "Unsqueeze" || op_type == "Squeeze" || op_type == "Tile" ||
       op_type == "Expand" || op_type == "Split" || op_type == "Trilu" || op_type == "TopK" ||
-      op_type == "OneHot" || op_type == "Upsample" || op_type.rfind("Reduce", 0) == 0)
+      op_type == "Upsample" || op_type.rfind("Reduce", 0) == 0)
     return k == 1;
   if (op_type == "Slice") return k >= 1 && k <= 4;
-  if (op_type == "Clip" || op_type == "Pad" || op_type == "Dropout") return k == 1 || k == 2;
+  if (op_type == "Clip" || op_type == "Pad" || op_type == "Dropout" || op_type == "OneHot")
+    return k == 1 || k == 2;
   if (op_type == "Range") return k <= 2;
-  if (op_type == "ConstantOfShape") return k == 0;
+  if (op_type == "ConstantOfShape" || op_type == "HannWindow" || op_type == "HammingWindow" ||
+      op_type == "BlackmanWindow")
+    return k == 0;
   if (op_type == "Resize") return k >= 1 && k <= 3;
   if (op_type == "LSTM" || op_type == "GRU" || op_type == "RNN") return k == 4;  // sequence_lens
   return false;
@@ -333,21 +337,39 @@ Result<OnnxModel> OnnxModel::from_bytes(std::string bytes, std::string name,
       have_graph = true;
       // Initializers the importer reads (see onnx_input_read_at_import) stay folded.
       std::set<std::string> read_at_import;
+      // Which node produces each value, to follow static slots back to the graph's inputs.
+      std::map<std::string, std::pair<std::string, std::vector<std::string>>> producers;
       WireReader nodes = top.nested();
       while (nodes.next()) {
         if (nodes.number() != field::kGraphNode || nodes.wire_type() != kLengthDelimited) continue;
         std::string op_type;
-        std::vector<std::string> node_inputs;
+        std::vector<std::string> node_inputs, node_outputs;
         WireReader node = nodes.nested();
         while (node.next()) {
           if (node.wire_type() != kLengthDelimited) continue;
           if (node.number() == field::kNodeInput) node_inputs.emplace_back(node.payload());
+          if (node.number() == field::kNodeOutput) node_outputs.emplace_back(node.payload());
           if (node.number() == field::kNodeOpType) op_type = std::string(node.payload());
         }
         for (size_t k = 0; k < node_inputs.size(); ++k) {
           if (onnx_input_read_at_import(op_type, int(k))) read_at_import.insert(node_inputs[k]);
           if (onnx_input_is_static_slot(op_type, int(k))) static_slots.insert(node_inputs[k]);
         }
+        for (const std::string& out : node_outputs) producers[out] = {op_type, node_inputs};
+      }
+      // A value computed from other values (a window length cast, then less one) is static when
+      // it feeds a static slot; Shape and Size read only their input's shape, so the walk stops
+      // there. Bounded: each value is visited once.
+      std::vector<std::string> pending(static_slots.begin(), static_slots.end());
+      while (!pending.empty()) {
+        std::string value = std::move(pending.back());
+        pending.pop_back();
+        auto it = producers.find(value);
+        if (it == producers.end()) continue;
+        const auto& [op_type, sources] = it->second;
+        if (op_type == "Shape" || op_type == "Size") continue;
+        for (const std::string& source : sources)
+          if (!source.empty() && static_slots.insert(source).second) pending.push_back(source);
       }
       WireReader graph = top.nested();
       while (graph.next()) {

@@ -479,7 +479,15 @@ class Importer {
                                               "Upsample",
                                               "LSTM",
                                               "GRU",
-                                              "RNN"};
+                                              "RNN",
+                                              "DepthToSpace",
+                                              "SpaceToDepth",
+                                              "EyeLike",
+                                              "InstanceNormalization",
+                                              "OneHot",
+                                              "HannWindow",
+                                              "HammingWindow",
+                                              "BlackmanWindow"};
     return ops;
   }
 
@@ -1075,6 +1083,11 @@ class Importer {
     if (t == "ConvTranspose") return {conv_transpose()};
     if (t == "Resize" || t == "Upsample") return {resize(t == "Upsample")};
     if (t == "LSTM" || t == "GRU" || t == "RNN") return recurrent(t);
+    if (t == "DepthToSpace" || t == "SpaceToDepth") return {depth_space(t == "DepthToSpace")};
+    if (t == "EyeLike") return {eye_like()};
+    if (t == "InstanceNormalization") return {instance_norm()};
+    if (t == "OneHot") return {one_hot()};
+    if (t == "HannWindow" || t == "HammingWindow" || t == "BlackmanWindow") return {window_fn(t)};
     if (t == "MaxPool" || t == "AveragePool") return {pool(t == "MaxPool")};
     if (t == "GlobalAveragePool" || t == "GlobalMaxPool")
       return {global_pool(t == "GlobalMaxPool")};
@@ -1899,10 +1912,10 @@ class Importer {
     bool outside = false;
   };
 
-  std::vector<ResizeTaps> resize_taps(int64_t in, int64_t out, double scale, const std::string& mode,
-                                      const std::string& ctm, const std::string& nearest_mode,
-                                      double cubic_a, bool exclude_outside, double roi_start,
-                                      double roi_end) {
+  std::vector<ResizeTaps> resize_taps(int64_t in, int64_t out, double scale,
+                                      const std::string& mode, const std::string& ctm,
+                                      const std::string& nearest_mode, double cubic_a,
+                                      bool exclude_outside, double roi_start, double roi_end) {
     std::vector<ResizeTaps> taps(static_cast<size_t>(out));
     size_t tap_count = mode == "nearest" ? 1 : mode == "linear" ? 2 : 4;
     // ONNX's reference scales by the unrounded output length (input length × scale).
@@ -1920,8 +1933,9 @@ class Importer {
       else if (ctm == "tf_half_pixel_for_nn")
         x = (o + 0.5) / scale;
       else if (ctm == "tf_crop_and_resize")
-        x = out_len > 1 ? roi_start * (in - 1) + o * (roi_end - roi_start) * (in - 1) / (out_len - 1)
-                        : 0.5 * (roi_start + roi_end) * (in - 1);
+        x = out_len > 1
+                ? roi_start * (in - 1) + o * (roi_end - roi_start) * (in - 1) / (out_len - 1)
+                : 0.5 * (roi_start + roi_end) * (in - 1);
       else
         fail(where_ + ": coordinate_transformation_mode '" + ctm + "' is not supported");
       ResizeTaps& t = taps[size_t(o)];
@@ -1986,7 +2000,8 @@ class Importer {
     std::string mode = attr_string("mode", "nearest");
     if (mode == "bilinear" || mode == "trilinear") mode = "linear";
     bool old = upsample || opset_ < 11;
-    std::string ctm = old ? "asymmetric" : attr_string("coordinate_transformation_mode", "half_pixel");
+    std::string ctm =
+        old ? "asymmetric" : attr_string("coordinate_transformation_mode", "half_pixel");
     std::string nearest_mode = old ? "floor" : attr_string("nearest_mode", "round_prefer_floor");
     if (old && mode == "nearest") nearest_mode = "floor";
     double cubic_a = attr_float("cubic_coeff_a", -0.75);
@@ -2049,14 +2064,16 @@ class Importer {
     size_t tap_count = tables[resized[0]][0].index.size();
     int64_t combos = 1;
     for (size_t r = 0; r < resized.size(); ++r) combos *= int64_t(tap_count);
-    if (combos > 256) fail(where_ + ": resizing " + std::to_string(resized.size()) +
-                           " dimensions at once with " + mode + " is not supported");
+    if (combos > 256)
+      fail(where_ + ": resizing " + std::to_string(resized.size()) + " dimensions at once with " +
+           mode + " is not supported");
     // Tables as constants: index (out_k x taps, index) and weight (out_k x taps, elem).
     std::vector<std::string> index_tables, weight_tables, outside_tables;
     std::string elem = x.elem;
     for (size_t k : resized) {
       Value idx = make_const_ints({sizes[k], int64_t(tap_count)}, {}, "i64");
-      Value wt = make_const_floats(is_float_type(elem) ? elem : "f32", {sizes[k], int64_t(tap_count)}, {});
+      Value wt =
+          make_const_floats(is_float_type(elem) ? elem : "f32", {sizes[k], int64_t(tap_count)}, {});
       Value out = make_const_ints({sizes[k]}, {}, "i1");
       for (const auto& t : tables[k]) {
         for (size_t j = 0; j < tap_count; ++j) {
@@ -2074,42 +2091,43 @@ class Importer {
       size_t bar = s.find('|');
       return std::make_pair(s.substr(0, bar), s.substr(bar + 1));
     };
-    return elementwise({}, elem, sizes, [&, rank, tap_count, combos, mode, extrapolation,
-                                         any_outside](const std::vector<std::string>&) {
-      std::vector<std::string> position(rank);
-      for (size_t k = 0; k < rank; ++k) position[k] = index_of(int(k));
-      bool f = is_float_type(elem);
-      std::string acc = f ? k_in_body(elem, 0) : "";
-      for (int64_t combo = 0; combo < combos; ++combo) {
-        std::vector<std::string> at = position;
-        std::string weight;
-        int64_t rest = combo;
-        for (size_t r = 0; r < resized.size(); ++r) {
-          size_t k = resized[r];
-          std::string j = k_in_body("index", double(rest % int64_t(tap_count)));
-          rest /= int64_t(tap_count);
-          auto [it, itype] = split(index_tables[r]);
-          std::string i64 = extract(it, itype, {position[k], j}, "i64");
-          at[k] = op("arith.index_cast", {i64}, "i64 to index");
-          if (f) {
-            auto [wt, wtype] = split(weight_tables[r]);
-            std::string w = extract(wt, wtype, {position[k], j}, elem);
-            weight = weight.empty() ? w : op("arith.mulf", {weight, w}, elem);
-          }
-        }
-        std::string v = extract(xs, xt, at, elem);
-        if (!f) return v;  // nearest: one tap
-        acc = op("arith.addf", {acc, op("arith.mulf", {v, weight}, elem)}, elem);
-      }
-      if (!any_outside) return acc;
-      std::string outside = "";
-      for (size_t r = 0; r < resized.size(); ++r) {
-        auto [ot, otype] = split(outside_tables[r]);
-        std::string o = extract(ot, otype, {position[resized[r]]}, "i1");
-        outside = outside.empty() ? o : op("arith.ori", {outside, o}, "i1");
-      }
-      return select(outside, k_in_body(elem, extrapolation), acc, elem);
-    });
+    return elementwise({}, elem, sizes,
+                       [&, rank, tap_count, combos, mode, extrapolation,
+                        any_outside](const std::vector<std::string>&) {
+                         std::vector<std::string> position(rank);
+                         for (size_t k = 0; k < rank; ++k) position[k] = index_of(int(k));
+                         bool f = is_float_type(elem);
+                         std::string acc = f ? k_in_body(elem, 0) : "";
+                         for (int64_t combo = 0; combo < combos; ++combo) {
+                           std::vector<std::string> at = position;
+                           std::string weight;
+                           int64_t rest = combo;
+                           for (size_t r = 0; r < resized.size(); ++r) {
+                             size_t k = resized[r];
+                             std::string j = k_in_body("index", double(rest % int64_t(tap_count)));
+                             rest /= int64_t(tap_count);
+                             auto [it, itype] = split(index_tables[r]);
+                             std::string i64 = extract(it, itype, {position[k], j}, "i64");
+                             at[k] = op("arith.index_cast", {i64}, "i64 to index");
+                             if (f) {
+                               auto [wt, wtype] = split(weight_tables[r]);
+                               std::string w = extract(wt, wtype, {position[k], j}, elem);
+                               weight = weight.empty() ? w : op("arith.mulf", {weight, w}, elem);
+                             }
+                           }
+                           std::string v = extract(xs, xt, at, elem);
+                           if (!f) return v;  // nearest: one tap
+                           acc = op("arith.addf", {acc, op("arith.mulf", {v, weight}, elem)}, elem);
+                         }
+                         if (!any_outside) return acc;
+                         std::string outside = "";
+                         for (size_t r = 0; r < resized.size(); ++r) {
+                           auto [ot, otype] = split(outside_tables[r]);
+                           std::string o = extract(ot, otype, {position[resized[r]]}, "i1");
+                           outside = outside.empty() ? o : op("arith.ori", {outside, o}, "i1");
+                         }
+                         return select(outside, k_in_body(elem, extrapolation), acc, elem);
+                       });
   }
 
   // ---- recurrent layers: unrolled over the (static) sequence -----------------------------------
@@ -2133,8 +2151,9 @@ class Importer {
     }
     static const std::set<std::string> plain = {"Sigmoid", "Tanh", "Relu", "Softsign", "Softplus"};
     if (!plain.count(name))
-      fail(where_ + ": activation '" + name + "' is not supported (Sigmoid, Tanh, Relu, Softsign "
-                    "and Softplus are)");
+      fail(where_ + ": activation '" + name +
+           "' is not supported (Sigmoid, Tanh, Relu, Softsign "
+           "and Softplus are)");
     return unary(name, x);
   }
 
@@ -2150,7 +2169,8 @@ class Importer {
     std::string direction = attr_string("direction", "forward");
     int64_t dirs = direction == "bidirectional" ? 2 : 1;
     int64_t gates = kind == "LSTM" ? 4 : kind == "GRU" ? 3 : 1;
-    if (w.shape != Shape{dirs, gates * hidden, in} || r.shape != Shape{dirs, gates * hidden, hidden})
+    if (w.shape != Shape{dirs, gates * hidden, in} ||
+        r.shape != Shape{dirs, gates * hidden, hidden})
       fail(where_ + ": W or R does not match hidden_size, the input and the direction");
     if (attr_int("input_forget", 0) != 0) fail(where_ + ": input_forget is not supported");
     double clip = attr("clip") ? attr_float("clip", 0) : 0;
@@ -2161,7 +2181,7 @@ class Importer {
     if (attr("activation_alpha") || attr("activation_beta"))
       fail(where_ + ": activation_alpha and activation_beta are not supported");
     std::vector<std::string> defaults =
-        kind == "LSTM" ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+        kind == "LSTM"  ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
         : kind == "GRU" ? std::vector<std::string>{"Sigmoid", "Tanh"}
                         : std::vector<std::string>{"Tanh"};
     if (acts.empty())
@@ -2171,7 +2191,8 @@ class Importer {
     std::optional<std::vector<int64_t>> lengths;
     if (has_input(4)) {
       lengths = const_ints(4, "sequence_lens");
-      if (int64_t(lengths->size()) != batch) fail(where_ + ": sequence_lens must have batch values");
+      if (int64_t(lengths->size()) != batch)
+        fail(where_ + ": sequence_lens must have batch values");
       for (int64_t& l : *lengths) l = std::clamp<int64_t>(l, 0, seq);
     }
     std::string elem = x.elem;
@@ -2191,10 +2212,13 @@ class Importer {
         rb = reshape(columns(bd2, gates * hidden, gates * hidden), {gates * hidden});
         xw = binary("Add", xw, wb);
       }
-      Value h = has_input(5) ? take(input(5), 0, d) : make_const_floats(elem, {batch, hidden}, std::vector<double>(size_t(batch * hidden), 0));
+      Value h = has_input(5) ? take(input(5), 0, d)
+                             : make_const_floats(elem, {batch, hidden},
+                                                 std::vector<double>(size_t(batch * hidden), 0));
       Value c = kind == "LSTM" && has_input(6)
                     ? take(input(6), 0, d)
-                    : make_const_floats(elem, {batch, hidden}, std::vector<double>(size_t(batch * hidden), 0));
+                    : make_const_floats(elem, {batch, hidden},
+                                        std::vector<double>(size_t(batch * hidden), 0));
       Value peep;
       bool peepholes = kind == "LSTM" && has_input(7);
       if (peepholes) peep = reshape(take(input(7), 0, d), {1, 3 * hidden});
@@ -2220,7 +2244,8 @@ class Importer {
           Value i = activation(act[0], gi, clip), f = activation(act[0], gf, clip);
           Value cc = activation(act[1], gc, clip);
           c_new = binary("Add", binary("Mul", f, c), binary("Mul", i, cc));
-          if (peepholes) go = binary("Add", go, binary("Mul", c_new, columns(peep, hidden, hidden)));
+          if (peepholes)
+            go = binary("Add", go, binary("Mul", c_new, columns(peep, hidden, hidden)));
           Value o = activation(act[0], go, clip);
           h_new = binary("Mul", o, activation(act[2], c_new, 0));
         } else {  // GRU: z, r, h
@@ -2287,6 +2312,135 @@ class Importer {
       y_c = transpose(y_c, {1, 0, 2});
     }
     return {y, y_h, y_c};
+  }
+
+  // DepthToSpace (DCR or CRD) and SpaceToDepth: a reshape, a transpose and a reshape.
+  Value depth_space(bool to_space) {
+    Value x = input(0);
+    int64_t b = attr_int("blocksize", 0);
+    if (x.shape.size() != 4 || b < 1) fail(where_ + ": needs a 4-D input and a positive blocksize");
+    int64_t n = x.shape[0], c = x.shape[1], h = x.shape[2], w = x.shape[3];
+    if (to_space) {
+      if (c % (b * b)) fail(where_ + ": channels are not a multiple of blocksize squared");
+      bool crd = attr_string("mode", "DCR") == "CRD";
+      Value t =
+          crd ? reshape(x, {n, c / (b * b), b, b, h, w}) : reshape(x, {n, b, b, c / (b * b), h, w});
+      Value p = crd ? transpose(t, {0, 1, 4, 2, 5, 3}) : transpose(t, {0, 3, 4, 1, 5, 2});
+      return reshape(p, {n, c / (b * b), h * b, w * b});
+    }
+    if (h % b || w % b) fail(where_ + ": height and width are not multiples of blocksize");
+    Value t = reshape(x, {n, c, h / b, b, w / b, b});
+    Value p = transpose(t, {0, 3, 5, 1, 2, 4});
+    return reshape(p, {n, c * b * b, h / b, w / b});
+  }
+
+  Value eye_like() {
+    Value& x = input(0);
+    if (x.shape.size() != 2) fail(where_ + ": the input must be 2-D");
+    std::string elem = attr("dtype") ? elem_or_fail(int32_t(attr_int("dtype", 1)), where_) : x.elem;
+    int64_t k = attr_int("k", 0);
+    return elementwise({}, elem, x.shape, [&, elem, k](const std::vector<std::string>&) {
+      std::string diff = op("arith.subi", {index_of(1), index_of(0)}, "index");
+      std::string on = cmp("index", "", "eq", diff, k_in_body("index", double(k)));
+      return select(on, k_in_body(elem, 1), k_in_body(elem, 0), elem);
+    });
+  }
+
+  // Normalised over the spatial dimensions of each (batch, channel), then scaled and shifted.
+  Value instance_norm() {
+    Value x = input(0);
+    if (x.shape.size() < 3) fail(where_ + ": the input must have rank 3 or more");
+    double eps = attr_float("epsilon", 1e-5);
+    std::vector<int64_t> axes;
+    for (size_t k = 2; k < x.shape.size(); ++k) axes.push_back(int64_t(k));
+    double count = double(product(x.shape, 2));
+    std::string elem = x.elem;
+    Value n = make_const_floats(elem, {}, {count});
+    Value mean = binary("Div", sum_over(x, axes), n);
+    Value centered = binary("Sub", x, mean);
+    Value squared = binary("Mul", centered, centered);
+    Value var = binary("Div", sum_over(squared, axes), n);
+    Shape per_channel(x.shape.size() - 1, 1);
+    per_channel[0] = x.shape[1];
+    Value scale = reshape(input(1), per_channel), bias = reshape(input(2), per_channel);
+    return elementwise({&centered, &var, &scale, &bias}, elem, x.shape,
+                       [&, elem, eps](const std::vector<std::string>& a) {
+                         std::string denom =
+                             op("math.sqrt", {op("arith.addf", {a[1], k_in_body(elem, eps)}, elem)},
+                                elem);
+                         std::string y = op("arith.divf", {a[0], denom}, elem);
+                         return op("arith.addf", {op("arith.mulf", {y, a[2]}, elem), a[3]}, elem);
+                       });
+  }
+
+  Value one_hot() {
+    Value& indices = input(0);
+    int64_t depth = int64_t(const_input(1, "depth").as_double(0));
+    const Value& values = const_input(2, "values");
+    if (values.count() != 2) fail(where_ + ": values must hold [off, on]");
+    if (depth < 1) fail(where_ + ": depth must be positive");
+    int64_t rank = int64_t(indices.shape.size()) + 1;
+    int64_t axis = normalize_axis(attr_int("axis", -1), rank, where_);
+    Shape shape = indices.shape;
+    shape.insert(shape.begin() + axis, depth);
+    std::string elem = values.elem, ielem = indices.elem;
+    double off = values.as_double(0), on = values.as_double(1);
+    // The indices read with the depth dimension dropped.
+    std::string map = "affine_map<(" + dims_list(shape.size()) + ") -> (";
+    bool first = true;
+    for (int64_t k = 0; k < rank; ++k) {
+      if (k == axis) continue;
+      map += (first ? "d" : ", d") + std::to_string(k);
+      first = false;
+    }
+    map += ")>";
+    Value out;
+    out.elem = elem;
+    out.shape = shape;
+    std::string init = empty(elem, shape);
+    out.ssa = fresh();
+    line(out.ssa + " = linalg.generic {indexing_maps = [" + map + ", " +
+         broadcast_map(shape, shape) +
+         "], iterator_types = " + iterators(std::vector<bool>(shape.size(), false)) + "} ins(" +
+         ssa(indices) + " : " + indices.type() + ") outs(" + init + " : " + out.type() + ") {");
+    std::string iv = "%b" + std::to_string(next_id_++), ov = "%b" + std::to_string(next_id_++);
+    line("^bb0(" + iv + ": " + ielem + ", " + ov + ": " + elem + "):");
+    std::string i = is_float_type(ielem) ? op("arith.fptosi", {iv}, ielem + " to i64")
+                                         : convert(iv, ielem, "i64");
+    std::string neg = cmp("i64", "", "slt", i, k_in_body("i64", 0));
+    i = select(neg, op("arith.addi", {i, k_in_body("i64", double(depth))}, "i64"), i, "i64");
+    std::string position = op("arith.index_cast", {index_of(int(axis))}, "index to i64");
+    std::string hit = cmp("i64", "", "eq", i, position);
+    line("  linalg.yield " + select(hit, k_in_body(elem, on), k_in_body(elem, off), elem) + " : " +
+         elem);
+    line("} -> " + out.type());
+    return out;
+  }
+
+  // Hann, Hamming and Blackman windows of a compiled-in length: constants.
+  Value window_fn(const std::string& t) {
+    int64_t size = const_input(0, "size").as_int(0);
+    if (size < 0 || size > (int64_t(1) << 24)) fail(where_ + ": the window size is out of range");
+    bool periodic = attr_int("periodic", 1) != 0;
+    std::string elem = elem_or_fail(int32_t(attr_int("output_datatype", 1)), where_);
+    double n_total = double(periodic ? size : size - 1);
+    std::vector<double> values;
+    const double pi = 3.14159265358979323846;
+    for (int64_t n = 0; n < size; ++n) {
+      double phase = n_total > 0 ? 2 * pi * double(n) / n_total : 0;
+      double v;
+      if (t == "HannWindow")
+        v = 0.5 - 0.5 * std::cos(phase);
+      else if (t == "HammingWindow")
+        v = 25.0 / 46 - (1 - 25.0 / 46) * std::cos(phase);
+      else
+        v = 0.42 - 0.5 * std::cos(phase) + 0.08 * std::cos(2 * phase);
+      values.push_back(elem == "f32" ? double(float(v)) : v);
+    }
+    if (is_float_type(elem)) return make_const_floats(elem, {size}, values);
+    std::vector<int64_t> ints;
+    for (double v : values) ints.push_back(int64_t(v));
+    return make_const_ints({size}, ints, elem);
   }
 
   Value where_of(Value& cond, Value& a, Value& b) {
@@ -2465,7 +2619,8 @@ class Importer {
       if (mode == "edge" && x.shape[k] == 0 && (low[k] || high[k]))
         fail(where_ + ": edge pads of an empty dimension");
     }
-    Value padded = mode == "constant" ? pad(x, low, high, value) : pad_from_input(x, low, high, mode);
+    Value padded =
+        mode == "constant" ? pad(x, low, high, value) : pad_from_input(x, low, high, mode);
     if (!crop) return padded;
     return slice(padded, offsets, sizes, steps);
   }
@@ -2480,8 +2635,8 @@ class Importer {
     return elementwise({}, elem, shape, [&, in, low, mode](const std::vector<std::string>&) {
       std::vector<std::string> at;
       for (size_t k = 0; k < in.size(); ++k) {
-        std::string i = op("arith.subi", {index_of(int(k)), k_in_body("index", double(low[k]))},
-                           "index");
+        std::string i =
+            op("arith.subi", {index_of(int(k)), k_in_body("index", double(low[k]))}, "index");
         std::string zero = k_in_body("index", 0), last = k_in_body("index", double(in[k] - 1));
         if (mode == "edge") {
           i = op("arith.maxsi", {op("arith.minsi", {i, last}, "index"), zero}, "index");
@@ -2754,8 +2909,9 @@ class Importer {
     Shape output_padding = attr_ints("output_padding").value_or(Shape(spatial, 0));
     if (kernel.size() != spatial || strides.size() != spatial || dilations.size() != spatial ||
         pads.size() != 2 * spatial || output_padding.size() != spatial)
-      fail(where_ + ": kernel_shape, strides, dilations, pads or output_padding do not match the "
-                    "input's rank");
+      fail(where_ +
+           ": kernel_shape, strides, dilations, pads or output_padding do not match the "
+           "input's rank");
     std::string auto_pad = attr_string("auto_pad", "NOTSET");
     std::optional<Shape> output_shape = attr_ints("output_shape");
     if (output_shape && output_shape->size() == spatial + 2)
@@ -2800,8 +2956,8 @@ class Importer {
         sizes += ", " + std::to_string(in[k]);
         steps += ", " + std::to_string(strides[k]);
       }
-      line(out.ssa + " = tensor.insert_slice " + ssa(x) + " into " + zeros + "[" + offsets +
-           "] [" + sizes + "] [" + steps + "] : " + x.type() + " into " + out.type());
+      line(out.ssa + " = tensor.insert_slice " + ssa(x) + " into " + zeros + "[" + offsets + "] [" +
+           sizes + "] [" + steps + "] : " + x.type() + " into " + out.type());
       spread = out;
     }
     // Pad by extent - 1 - pad at each end (plus output_padding at the end); a negative amount
@@ -2842,9 +2998,9 @@ class Importer {
     std::string init = empty(w.elem, wt5);
     flipped.ssa = fresh();
     line(flipped.ssa + " = linalg.generic {indexing_maps = [" + src + ", " +
-         broadcast_map(wt5, wt5) + "], iterator_types = " +
-         iterators(std::vector<bool>(loops, false)) + "} ins(" + ssa(wg) + " : " + wg.type() +
-         ") outs(" + init + " : " + flipped.type() + ") {");
+         broadcast_map(wt5, wt5) +
+         "], iterator_types = " + iterators(std::vector<bool>(loops, false)) + "} ins(" + ssa(wg) +
+         " : " + wg.type() + ") outs(" + init + " : " + flipped.type() + ") {");
     std::string a = "%b" + std::to_string(next_id_++), b = "%b" + std::to_string(next_id_++);
     line("^bb0(" + a + ": " + w.elem + ", " + b + ": " + w.elem + "):");
     line("  linalg.yield " + a + " : " + w.elem);
@@ -2921,7 +3077,8 @@ class Importer {
     y.shape = out_shape;
     y.ssa = fresh();
     bool f = is_float_type(elem);
-    std::string combine = is_max ? (f ? "arith.maximumf" : "arith.maxsi") : (f ? "arith.addf" : "arith.addi");
+    std::string combine =
+        is_max ? (f ? "arith.maximumf" : "arith.maxsi") : (f ? "arith.addf" : "arith.addi");
     if (spatial == 2) {
       std::string attrs = "{dilations = dense<[" + i64_list(win.dilations) +
                           "]> : tensor<2xi64>, strides = dense<[" + i64_list(win.strides) +
@@ -2930,8 +3087,7 @@ class Importer {
       line(y.ssa + " = " +
            std::string(is_max ? "linalg.pooling_nchw_max" : "linalg.pooling_nchw_sum") + " " +
            attrs + " ins(" + ssa(padded) + ", " + window_t + " : " + padded.type() + ", " +
-           tensor_type(elem, win.kernel) + ") outs(" + acc + " : " + y.type() + ") -> " +
-           y.type());
+           tensor_type(elem, win.kernel) + ") outs(" + acc + " : " + y.type() + ") -> " + y.type());
     } else {  // loops n, c, o_1..o_s (parallel), k_1..k_s (reduction)
       size_t loops = 2 + 2 * spatial;
       std::string xmap = "affine_map<(" + dims_list(loops) + ") -> (d0, d1";

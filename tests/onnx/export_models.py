@@ -39,6 +39,21 @@ class SmallCnn(torch.nn.Module):
         return self.fc(torch.flatten(x, 1))
 
 
+class Recurrent(torch.nn.Module):
+    """A 2-layer LSTM then a bidirectional GRU, classifying the last step (as exported: LSTM and
+    GRU nodes with empty optional inputs, and a Gather of index -1)."""
+    def __init__(self):
+        super().__init__()
+        self.lstm = torch.nn.LSTM(16, 24, num_layers=2, batch_first=True)
+        self.gru = torch.nn.GRU(24, 12, batch_first=True, bidirectional=True)
+        self.fc = torch.nn.Linear(24, 5)
+
+    def forward(self, x):
+        y, _ = self.lstm(x)
+        y, _ = self.gru(y)
+        return self.fc(y[:, -1])
+
+
 def transformer():
     layer = torch.nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64,
                                              dropout=0.0, batch_first=True)
@@ -61,6 +76,8 @@ def build(name):
         return torchvision.models.efficientnet_b0(weights=None), (1, 3, 224, 224)
     if name == "transformer":
         return transformer(), (1, 16, 32)
+    if name == "recurrent":
+        return Recurrent(), (2, 7, 16)
     raise SystemExit("unknown model " + name)
 
 
@@ -103,8 +120,8 @@ def extras(out):
 
 def main():
     out = sys.argv[1]
-    names = sys.argv[2:] or ["mlp", "small_cnn", "transformer", "resnet18", "mobilenet_v2",
-                             "extras"]
+    names = sys.argv[2:] or ["mlp", "small_cnn", "transformer", "recurrent", "resnet18",
+                             "mobilenet_v2", "extras"]
     os.makedirs(out, exist_ok=True)
     for name in names:
         if name == "extras":
