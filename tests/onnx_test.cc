@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -188,6 +189,85 @@ TEST(OnnxModelsTest, WeightsInAnExternalDataFileAreRead) {
   ProcessResult missing = kiln_run(dir.file("cache"), {file, "--fill", "ones"});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_THAT(missing.err, HasSubstr("mlp_external.weights"));
+}
+
+// With --fold-weights the weights are compiled in, so their values are part of the key: a model
+// whose external weights file differs is another program (not the first one's cached code).
+TEST(OnnxCacheTest, FoldedWeightsInAnExternalFileAreKeyedByTheirValues) {
+  TempDir dir;
+  std::filesystem::copy(model("external"), dir.file("a"));
+  std::filesystem::copy(model("external"), dir.file("b"));
+  {  // b: the same graph with other weight values
+    std::string weights = dir.file("b/mlp_external.weights");
+    auto bytes = read_file(weights);
+    ASSERT_TRUE(bytes.ok());
+    std::string halved = *bytes;
+    for (size_t i = 0; i + 4 <= halved.size(); i += 4) {
+      float v;
+      std::memcpy(&v, halved.data() + i, 4);
+      v *= 0.5f;
+      std::memcpy(halved.data() + i, &v, 4);
+    }
+    ASSERT_TRUE(write_file(weights, halved).ok());
+  }
+  std::vector<std::string> input = {"--input", model("mlp_reseeded.input.npy"), "--fold-weights"};
+  auto run = [&](const std::string& which, const std::string& out) {
+    std::vector<std::string> args = {dir.file(which + "/mlp_external.onnx"), "--output", out};
+    args.insert(args.end(), input.begin(), input.end());
+    return kiln_run(dir.file("cache"), args);
+  };
+  ProcessResult a = run("a", dir.file("a.npy"));
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_THAT(a.out, HasSubstr("cache: miss"));
+  expect_matches_reference(dir.file("a.npy"), model("mlp_reseeded.expected.npy"));
+  ProcessResult b = run("b", dir.file("b.npy"));
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_THAT(b.out, HasSubstr("cache: miss"));
+  auto got_a = read_npy(dir.file("a.npy")), got_b = read_npy(dir.file("b.npy"));
+  ASSERT_TRUE(got_a.ok() && got_b.ok());
+  bool differ = false;
+  for (int64_t i = 0; i < got_a->element_count(); ++i)
+    differ |= got_a->element_as_double(i) != got_b->element_as_double(i);
+  EXPECT_TRUE(differ) << "b ran a's code";
+  // Folded and bound compiles of one model are different programs too.
+  ProcessResult bound = kiln_run(dir.file("cache"), {dir.file("a/mlp_external.onnx"), "--input",
+                                                     model("mlp_reseeded.input.npy")});
+  EXPECT_THAT(bound.out, HasSubstr("cache: miss"));
+}
+
+// `kiln compile model.onnx -o m.kx` folds the weights in: the .kx runs alone, with PyTorch's
+// results; `--output x.pb` writes a TensorProto that reads back the same.
+TEST(OnnxModelsTest, ACompiledKxHoldsTheWeightsAndOutputsCanBeTensorProtos) {
+  TempDir dir;
+  ProcessResult compiled = run_process({kiln_binary(), "--cache-dir", dir.file("cache"), "compile",
+                                        model("mlp_opset13.onnx"), "-o", dir.file("mlp.kx")});
+  ASSERT_EQ(compiled.exit_code, 0) << compiled.err;
+  ProcessResult r = kiln_run(
+      dir.file("cache"),
+      {dir.file("mlp.kx"), "--input", model("mlp.input.npy"), "--output", dir.file("o.npy")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_matches_reference(dir.file("o.npy"), model("mlp.expected.npy"));
+  ProcessResult pb = kiln_run(
+      dir.file("cache"),
+      {model("mlp_opset13.onnx"), "--input", model("mlp.input.npy"), "--output", dir.file("o.pb")});
+  ASSERT_EQ(pb.exit_code, 0) << pb.err;
+  auto tensor = read_onnx_tensor_file(dir.file("o.pb"));
+  ASSERT_TRUE(tensor.ok()) << tensor.status().message();
+  ASSERT_TRUE(write_npy(dir.file("pb.npy"), *tensor).ok());
+  expect_matches_reference(dir.file("pb.npy"), model("mlp.expected.npy"));
+}
+
+// `kiln inspect` names the interface, the operators and every unsupported node (exit 1 then).
+TEST(OnnxModelsTest, InspectDescribesTheModelAndItsUnsupportedNodes) {
+  ProcessResult ok = run_process({kiln_binary(), "inspect", model("recurrent_opset13.onnx")});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_THAT(ok.out, HasSubstr("input: float[2x7x16]"));
+  EXPECT_THAT(ok.out, HasSubstr("LSTM 2"));
+  EXPECT_THAT(ok.out, HasSubstr("every operator is supported"));
+  ProcessResult bad = run_process({kiln_binary(), "inspect", model("unsupported.onnx")});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_THAT(bad.out, HasSubstr("NonMaxSuppression (node 'nms'"));
+  EXPECT_THAT(bad.out, HasSubstr("FancyOp (node 'custom', domain 'com.example'"));
 }
 
 TEST(OnnxErrorsTest, UnsupportedOperatorsAreAllNamedAndNothingIsCached) {

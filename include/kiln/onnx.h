@@ -81,9 +81,13 @@ bool onnx_input_is_static_slot(const std::string& op_type, int input_index);
 // else.
 class OnnxModel {
  public:
-  // `directory` is where external data files are looked up (the model's directory).
-  static Result<OnnxModel> from_bytes(std::string bytes, std::string name, std::string directory);
-  static Result<OnnxModel> from_file(const std::string& path);
+  // `directory` is where external data files are looked up (the model's directory). With
+  // `fold_weights`, no initializer is bound: every value is compiled into the code (and so is
+  // part of the key), which makes a self-contained executable (`kiln compile model.onnx`).
+  static Result<OnnxModel> from_bytes(std::string bytes, std::string name, std::string directory,
+                                      bool fold_weights = false);
+  static Result<OnnxModel> from_file(const std::string& path, bool fold_weights = false);
+  bool fold_weights() const { return fold_weights_; }
 
   const std::string& name() const { return name_; }
   const std::string& bytes() const { return *bytes_; }
@@ -97,7 +101,8 @@ class OnnxModel {
   // Bound weights, in initializer order: the code's arguments after the inputs.
   const std::vector<OnnxWeight>& weights() const { return weights_; }
   // SHA-256 (hex) of the model with the bound weights' values left out (their names, types and
-  // dimensions stay in): equal for two checkpoints of one architecture.
+  // dimensions stay in), and the external data of folded initializers added: equal for two
+  // checkpoints of one architecture.
   const std::string& structure_digest() const { return structure_digest_; }
   // Op type counts ("Conv" -> 20), domain-qualified outside the default domain.
   const std::map<std::string, int>& op_counts() const { return op_counts_; }
@@ -128,11 +133,18 @@ class OnnxModel {
   std::vector<WeightPayload> payloads_;
   std::string structure_digest_;
   std::map<std::string, int> op_counts_;
+  bool fold_weights_ = false;
 };
 
 // A serialised ONNX TensorProto (the backend tests' input_N.pb / output_N.pb) as a Buffer.
 Result<Buffer> decode_onnx_tensor(std::string_view bytes, const std::string& name);
 Result<Buffer> read_onnx_tensor_file(const std::string& path);
+// `buffer` as a serialised TensorProto named `name` (raw_data), as `kiln run --output x.pb` writes.
+std::string encode_onnx_tensor(const Buffer& buffer, const std::string& name);
+
+// Every node of `model` whose operator kiln cannot import, one per line ("" when all can), as the
+// importer reports them before any compile (loads the importer).
+Result<std::string> unsupported_onnx_nodes(const OnnxModel& model);
 
 // Whether `bytes` look like an ONNX ModelProto rather than MLIR text, bytecode or a .kx: the
 // first field is ir_version (field 1, varint), as every exporter writes it.

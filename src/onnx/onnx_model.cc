@@ -294,15 +294,15 @@ bool onnx_input_is_static_slot(const std::string& op_type, int k) {
   return false;
 }
 
-Result<OnnxModel> OnnxModel::from_file(const std::string& path) {
+Result<OnnxModel> OnnxModel::from_file(const std::string& path, bool fold_weights) {
   KILN_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
   size_t slash = path.rfind('/');
   std::string directory = slash == std::string::npos ? "." : path.substr(0, slash);
-  return from_bytes(std::move(bytes), path, directory.empty() ? "/" : directory);
+  return from_bytes(std::move(bytes), path, directory.empty() ? "/" : directory, fold_weights);
 }
 
-Result<OnnxModel> OnnxModel::from_bytes(std::string bytes, std::string name,
-                                        std::string directory) {
+Result<OnnxModel> OnnxModel::from_bytes(std::string bytes, std::string name, std::string directory,
+                                        bool fold_weights) {
   OnnxModel model;
   model.name_ = std::move(name);
   model.directory_ = std::move(directory);
@@ -312,6 +312,7 @@ Result<OnnxModel> OnnxModel::from_bytes(std::string bytes, std::string name,
 
   // Byte ranges of bound weights' values: left out of the structure digest.
   std::vector<std::pair<size_t, size_t>> excluded;
+  std::vector<WeightPayload> folded_external;  // external data of folded initializers
   std::vector<OnnxValueInfo> graph_inputs;
   std::set<std::string> static_slots;  // graph values read to build the program
   std::vector<std::string> initializer_names;
@@ -439,9 +440,18 @@ Result<OnnxModel> OnnxModel::from_bytes(std::string bytes, std::string name,
               return malformed(model.name_, "initializer '" + weight.name + "' has bad dimensions");
             count *= d;
           }
-          if (!onnx_initializer_is_bound(weight.element_type, count,
-                                         read_at_import.count(weight.name) > 0))
+          if (fold_weights || !onnx_initializer_is_bound(weight.element_type, count,
+                                                         read_at_import.count(weight.name) > 0)) {
+            // Folded into the code: its values are part of the key, external ones included.
+            if (external) {
+              if (!safe_relative_path(payload.external_location))
+                return invalid_argument(model.name_ + ": error: initializer '" + weight.name +
+                                        "' names external data '" + payload.external_location +
+                                        "' outside the model's directory");
+              folded_external.push_back(payload);
+            }
             continue;
+          }
           if (!payload.packed)
             return unimplemented(model.name_ + ": error: initializer '" + weight.name +
                                  "' stores its values unpacked; re-save the model");
@@ -480,6 +490,20 @@ Result<OnnxModel> OnnxModel::from_bytes(std::string bytes, std::string name,
     at = end;
   }
   digest.update_framed(std::string_view(all).substr(at));
+  for (const WeightPayload& payload : folded_external) {
+    std::string path = model.directory_ + "/" + payload.external_location;
+    auto data = read_file(path);
+    if (!data.ok())
+      return not_found(model.name_ + ": error: the external data file '" + path +
+                       "' cannot be read; keep it next to the model");
+    size_t offset = size_t(std::max<int64_t>(payload.external_offset, 0));
+    size_t length =
+        payload.external_length < 0 ? std::string::npos : size_t(payload.external_length);
+    digest.update_framed(payload.external_location);
+    digest.update_framed(offset < data->size() ? std::string_view(*data).substr(offset, length)
+                                               : std::string_view());
+  }
+  model.fold_weights_ = fold_weights;
   model.structure_digest_ = digest.hex();
   return model;
 }
@@ -514,6 +538,55 @@ Result<Buffer> OnnxModel::read_weight(size_t index) const {
                             std::to_string(want) + "; the model is damaged");
   if (want) std::memcpy(buffer.data(), bytes_->data() + payload.offset, want);
   return buffer;
+}
+
+namespace {
+
+void put_varint(std::string& out, uint64_t v) {
+  while (v >= 0x80) {
+    out += char((v & 0x7F) | 0x80);
+    v >>= 7;
+  }
+  out += char(v);
+}
+
+int32_t onnx_type_of(DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return int32_t(OnnxElementType::kFloat);
+    case DType::kF64:
+      return int32_t(OnnxElementType::kDouble);
+    case DType::kI1:
+      return int32_t(OnnxElementType::kBool);
+    case DType::kI8:
+      return int32_t(OnnxElementType::kInt8);
+    case DType::kI16:
+      return int32_t(OnnxElementType::kInt16);
+    case DType::kI32:
+      return int32_t(OnnxElementType::kInt32);
+    case DType::kI64:
+      return int32_t(OnnxElementType::kInt64);
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string encode_onnx_tensor(const Buffer& buffer, const std::string& name) {
+  std::string out;
+  for (int64_t d : buffer.shape()) {
+    put_varint(out, field::kTensorDims << 3 | kVarint);
+    put_varint(out, uint64_t(d));
+  }
+  put_varint(out, field::kTensorDataType << 3 | kVarint);
+  put_varint(out, uint64_t(onnx_type_of(buffer.dtype())));
+  put_varint(out, field::kTensorName << 3 | kLengthDelimited);
+  put_varint(out, name.size());
+  out += name;
+  put_varint(out, field::kTensorRawData << 3 | kLengthDelimited);
+  put_varint(out, buffer.byte_size());
+  out.append(static_cast<const char*>(buffer.data()), buffer.byte_size());
+  return out;
 }
 
 Result<Buffer> decode_onnx_tensor(std::string_view bytes, const std::string& name) {

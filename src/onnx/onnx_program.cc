@@ -177,6 +177,16 @@ Result<std::string> import_onnx_to_mlir(const OnnxModel& model,
   return import_in_child(import, request);
 }
 
+Result<std::string> unsupported_onnx_nodes(const OnnxModel& model) {
+  KILN_ASSIGN_OR_RETURN(onnx_import::ImportFn import, importer());
+  onnx_import::ImportRequest request;
+  request.model_bytes = &model.bytes();
+  request.model_name = model.name();
+  request.model_directory = model.directory();
+  request.check_only = true;
+  return import_in_child(import, request);
+}
+
 Result<OnnxProgram> compile_onnx_or_get_cached(
     const Client& client, const OnnxModel& model,
     const std::vector<std::vector<int64_t>>& input_shapes, const CompileOptions& options,
@@ -186,8 +196,10 @@ Result<OnnxProgram> compile_onnx_or_get_cached(
                             " input shapes for " + std::to_string(model.inputs().size()) +
                             " inputs");
   KILN_ASSIGN_OR_RETURN(std::vector<const Buffer*> statics, static_values_of(model, input_values));
-  std::string identity = "kiln onnx model v1\nstructure " + model.structure_digest() +
-                         "\ninput shapes " + shapes_text(input_shapes) + "\n";
+  std::string identity = "kiln onnx model v1\n" +
+                         std::string(model.fold_weights() ? "weights folded\n" : "") +
+                         "structure " + model.structure_digest() + "\ninput shapes " +
+                         shapes_text(input_shapes) + "\n";
   size_t static_count = 0;
   for (size_t k = 0; k < statics.size(); ++k) {
     if (statics[k] == nullptr) continue;

@@ -246,6 +246,15 @@ class Importer {
       if (opset.domain().empty() || opset.domain() == "ai.onnx") opset_ = opset.version();
   }
 
+  std::string unsupported_nodes() {
+    try {
+      check_supported(model_.graph());
+    } catch (const ImportError& e) {
+      return e.message;
+    }
+    return "";
+  }
+
   std::string run() {
     const onnx::GraphProto& graph = model_.graph();
     check_supported(graph);
@@ -3466,6 +3475,7 @@ Result<std::string> import(const ImportRequest& request) {
                             "file complete? re-export it");
   try {
     Importer importer(model, request);
+    if (request.check_only) return importer.unsupported_nodes();
     return importer.run();
   } catch (const ImportError& e) {
     return unimplemented(request.model_name + ": error: " + e.message);

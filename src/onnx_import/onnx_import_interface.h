@@ -21,6 +21,8 @@ struct ImportRequest {
   std::vector<std::vector<int64_t>> input_shapes;
   // Per graph input: the values of a static input (compiled in as constants), else null.
   std::vector<const Buffer*> static_values;
+  // Only list the nodes whose operators are not supported (the result; "" when none).
+  bool check_only = false;
 };
 
 // MLIR text: `func.func @main(inputs..., bound weights...) -> (outputs...)`.

@@ -61,6 +61,7 @@ struct RunArgs {
   int pgle_runs = -1;
   double pgle_percentile = -1;
   std::string profile_out;
+  bool fold_weights = false;  // ONNX: weights compiled into the code
 };
 
 // The client for this process: alone, or one process of a job coordinated through Redis.
@@ -346,7 +347,7 @@ kiln::Result<kiln::Buffer> read_tensor_file(const std::string& path) {
 // `kiln run model.onnx`: inputs by position or NAME=FILE (.npy or TensorProto .pb), dynamic
 // dimensions from the inputs, weights bound from the model.
 int run_onnx(const RunArgs& args, const kiln::Client& client, const kiln::CompileOptions& options) {
-  auto model = kiln::OnnxModel::from_file(args.file);
+  auto model = kiln::OnnxModel::from_file(args.file, args.fold_weights);
   if (!model.ok()) return fail(model.status());
   const auto& graph_inputs = model->inputs();
   std::vector<kiln::Buffer> inputs(graph_inputs.size());
@@ -462,7 +463,11 @@ int run_onnx(const RunArgs& args, const kiln::Client& client, const kiln::Compil
       std::cout << "result " << i << " (" << name << "): " << summarize(results[i]) << "\n";
     }
     if (i < args.outputs.size()) {
-      kiln::Status s = kiln::write_npy(args.outputs[i], results[i]);
+      const std::string& path = args.outputs[i];
+      bool pb = path.size() > 3 && path.compare(path.size() - 3, 3, ".pb") == 0;
+      std::string name = i < model->outputs().size() ? model->outputs()[i].name : "";
+      kiln::Status s = pb ? kiln::write_file(path, kiln::encode_onnx_tensor(results[i], name))
+                          : kiln::write_npy(path, results[i]);
       if (!s.ok()) return fail(s);
     }
   }
@@ -691,13 +696,76 @@ struct CompileArgs {
 
 // `kiln compile`: for this machine through its client, or for another target through a
 // compile-only client whose keys are those of a real client there.
+// An ONNX model as MLIR for `kiln compile`: weights folded in, so the .kx runs alone; dynamic
+// dimensions are 1. Inputs that shape the program have no values here: refused.
+kiln::Result<kiln::ModuleSource> onnx_source(const std::string& path) {
+  KILN_ASSIGN_OR_RETURN(kiln::OnnxModel model, kiln::OnnxModel::from_file(path, true));
+  for (const auto& input : model.inputs())
+    if (input.is_static)
+      return kiln::invalid_argument(
+          path + ": input '" + input.name +
+          "' shapes the program (its values are compiled in); kiln compile has no values for it: "
+          "use kiln run with --input");
+  KILN_ASSIGN_OR_RETURN(auto shapes, model.resolve_input_shapes({}));
+  KILN_ASSIGN_OR_RETURN(std::string mlir, kiln::import_onnx_to_mlir(model, shapes));
+  kiln::ModuleSource source;
+  source.bytes = std::move(mlir);
+  source.name = path;
+  return source;
+}
+
+// `kiln inspect model.onnx`: what the model takes and gives, and whether kiln can import it.
+int inspect_command(const std::string& path) {
+  auto model = kiln::OnnxModel::from_file(path);
+  if (!model.ok()) return fail(model.status());
+  std::printf("model %s (ONNX IR version %lld)\nopsets:", path.c_str(),
+              static_cast<long long>(model->ir_version()));
+  for (const auto& [domain, version] : model->opsets())
+    std::printf(" %s %lld", domain.empty() ? "ai.onnx" : domain.c_str(),
+                static_cast<long long>(version));
+  auto describe = [](const kiln::OnnxValueInfo& v) {
+    std::string dims;
+    for (size_t k = 0; k < v.dims.size(); ++k) {
+      dims += k ? "x" : "";
+      dims += v.dims[k] == kiln::kDynamicDim
+                  ? (k < v.dim_params.size() && !v.dim_params[k].empty() ? v.dim_params[k] : "?")
+                  : std::to_string(v.dims[k]);
+    }
+    return "  " + v.name + ": " + kiln::onnx_element_type_name(v.element_type) + "[" + dims + "]" +
+           (v.is_static ? " (static: its values are compiled in)" : "");
+  };
+  std::printf("\ninputs:\n");
+  for (const auto& v : model->inputs()) std::printf("%s\n", describe(v).c_str());
+  std::printf("outputs:\n");
+  for (const auto& v : model->outputs()) std::printf("%s\n", describe(v).c_str());
+  int64_t weight_elements = 0;
+  for (const auto& w : model->weights()) {
+    int64_t n = 1;
+    for (int64_t d : w.dims) n *= d;
+    weight_elements += n;
+  }
+  std::printf("bound weights: %zu (%lld values, bound at load time)\noperators:",
+              model->weights().size(), static_cast<long long>(weight_elements));
+  for (const auto& [op, count] : model->op_counts()) std::printf(" %s %d", op.c_str(), count);
+  std::printf("\n");
+  auto unsupported = kiln::unsupported_onnx_nodes(*model);
+  if (!unsupported.ok()) return fail(unsupported.status());
+  if (unsupported->empty()) {
+    std::printf("every operator is supported\n");
+    return 0;
+  }
+  std::printf("%s\n", unsupported->c_str());
+  return 1;
+}
+
 int compile_command(const CompileArgs& args) {
   if (args.output.empty() && !args.fill_cache)
     return fail(kiln::invalid_argument(
         "kiln compile needs somewhere to put the result: -o FILE.kx, --fill-cache, or both"));
   auto options = compile_options(args.effort, args.disabled);
   if (!options.ok()) return fail(options.status());
-  auto source = kiln::ModuleSource::from_file(args.file);
+  auto source =
+      is_onnx_file(args.file) ? onnx_source(args.file) : kiln::ModuleSource::from_file(args.file);
   if (!source.ok()) return fail(source.status());
   bool other_target = !args.target.is_host() || args.devices > 0;
   auto client = kiln::Client::create_cpu(args.devices);
@@ -771,11 +839,13 @@ int main(int argc, char** argv) {
   RunArgs run;
   CLI::App* run_cmd =
       app.add_subcommand("run", "compile (or load a .kx) and run an entry function");
-  run_cmd->add_option("file", run.file, "MLIR file (text or bytecode) or .kx executable")
+  run_cmd
+      ->add_option("file", run.file, "MLIR file (text or bytecode), ONNX model or .kx executable")
       ->required();
   run_cmd->add_option("-e,--entry", run.entry, "function to run (default: the only one, or main)");
   run_cmd->add_option("--input", run.inputs, ".npy file per argument, in order");
-  run_cmd->add_option("--output", run.outputs, ".npy file per result, in order");
+  run_cmd->add_option("--output", run.outputs,
+                      ".npy (or, for ONNX, .pb) file per result, in order");
   run_cmd->add_option("--fill", run.fill, "arguments without --input: random|zeros|ones")
       ->check(CLI::IsMember({"random", "zeros", "ones"}));
   run_cmd->add_option("-O,--effort", run.effort, "effort level O0..O3");
@@ -799,6 +869,8 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--num-processes", run.num_processes, "processes in the job");
   run_cmd->add_option("--process-id", run.process_id, "this process's id in the job");
   run_cmd->add_option("--job", run.job, "job id: namespaces the job's keys");
+  run_cmd->add_flag("--fold-weights", run.fold_weights,
+                    "ONNX: compile the weights into the code (the key then covers their values)");
   run_cmd->add_option("--replicas", run.replicas,
                       "run R replicas, one per device (KILN_CPU_DEVICE_COUNT >= R)");
 
@@ -807,7 +879,7 @@ int main(int argc, char** argv) {
       app.add_subcommand("compile",
                          "compile to a serialised executable (.kx) and/or into the cache, for this "
                          "machine or another target");
-  compile_cmd->add_option("file", compile_args.file, "MLIR file")->required();
+  compile_cmd->add_option("file", compile_args.file, "MLIR file or ONNX model")->required();
   compile_cmd->add_option("-o,--output", compile_args.output, "output .kx file");
   compile_cmd->add_flag("--fill-cache", compile_args.fill_cache,
                         "store the executable in the cache under the target's key");
@@ -835,6 +907,11 @@ int main(int argc, char** argv) {
   CLI::App* profile_show_cmd =
       profile_cmd->add_subcommand("show", "print a stored PGLE profile (module name or file)");
   profile_show_cmd->add_option("what", profile_what, "module name or .kprof file");
+
+  std::string inspect_file;
+  CLI::App* inspect_cmd =
+      app.add_subcommand("inspect", "describe an ONNX model: inputs, outputs, opsets, operators");
+  inspect_cmd->add_option("file", inspect_file, "ONNX model")->required();
 
   CLI::App* devices_cmd = app.add_subcommand("devices", "list the CPU devices");
   CLI::App* version_cmd = app.add_subcommand("version", "print versions and the platform version");
@@ -866,6 +943,7 @@ int main(int argc, char** argv) {
   if (run_cmd->parsed()) return run_command(run);
   if (profile_show_cmd->parsed()) return profile_show_command(profile_what);
   if (compile_cmd->parsed()) return compile_command(compile_args);
+  if (inspect_cmd->parsed()) return inspect_command(inspect_file);
   if (pipeline_cmd->parsed()) {
     auto level = kiln::parse_effort_level(pipeline_effort);
     if (!level.ok()) return fail(level.status());
