@@ -330,7 +330,8 @@ TEST(OnnxErrorsTest, AnImporterThatCrashesIsAnErrorNotACrash) {
   ProcessResult r = kiln_run(dir.file("cache"), {model("mlp_opset13.onnx")},
                              {std::string("KILN_ONNX_IMPORT_LIBRARY=") + KILN_CRASHING_IMPORTER});
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("the ONNX importer failed (signal 11)"));
+  // (signal 11); under AddressSanitizer its handler turns the signal into an exit code.
+  EXPECT_THAT(r.err, HasSubstr("the ONNX importer failed ("));
 }
 
 TEST(OnnxModelsTest, RepeatReportsMedianAndMinimum) {
