@@ -1271,7 +1271,7 @@ class Importer {
     Value& x = input(1);
     Value& y = input(2);
     Shape shape = broadcast_shapes({c.shape, x.shape, y.shape}, where_);
-    if (c.is_const && x.is_const && y.is_const) {
+    if (c.is_const && x.is_const && y.is_const && product(shape) <= 4096) {
       Value r;
       r.is_const = true;
       r.elem = x.elem;
@@ -1511,11 +1511,24 @@ class Importer {
     Shape shape = const_ints(0, "shape");
     Value fill = make_const_floats("f32", {1}, {0.0});
     if (const auto* a = attr("value")) fill = tensor_value(a->t(), where_);
+    int64_t n = 1;
+    for (int64_t d : shape) {
+      if (d < 0 || (d > 0 && n > (int64_t(1) << 40) / d))
+        fail(where_ + ": shape " + shape_to_string(shape) + " is negative or too large");
+      n *= d;
+    }
+    if (fill.count() != 1) fail(where_ + ": value must hold one element");
+    if (n > 4096) {  // large: filled when the program runs, not spelled out here
+      Value out;
+      out.elem = fill.elem;
+      out.shape = shape;
+      out.ssa = filled(fill.elem, shape, fill.as_double(0));
+      return out;
+    }
     Value c;
     c.is_const = true;
     c.elem = fill.elem;
     c.shape = shape;
-    int64_t n = product(shape);
     if (is_float_type(c.elem))
       c.f.assign(n, fill.f.at(0));
     else
@@ -1529,7 +1542,10 @@ class Importer {
     const Value& delta = const_input(2, "delta");
     double s = start.as_double(0), l = limit.as_double(0), d = delta.as_double(0);
     if (d == 0) fail(where_ + ": delta is 0");
-    int64_t n = std::max<int64_t>(0, int64_t(std::ceil((l - s) / d)));
+    double steps = std::ceil((l - s) / d);
+    if (!(steps <= double(1 << 24)))
+      fail(where_ + ": more than 2^24 values (or not a number of them)");
+    int64_t n = std::max<int64_t>(0, int64_t(steps));
     if (is_float_type(start.elem)) {
       std::vector<double> v;
       for (int64_t k = 0; k < n; ++k) v.push_back(s + double(k) * d);
@@ -2174,6 +2190,8 @@ class Importer {
     if (x.shape.size() != 3) fail(where_ + ": X must have rank 3");
     if (layout == 1) x = transpose(x, {1, 0, 2});
     int64_t seq = x.shape[0], batch = x.shape[1], in = x.shape[2];
+    if (seq > 1024)
+      fail(where_ + ": sequences of more than 1024 steps are not supported (unrolled)");
     int64_t hidden = attr_int("hidden_size", r.shape.size() == 3 ? r.shape[2] : 0);
     std::string direction = attr_string("direction", "forward");
     int64_t dirs = direction == "bidirectional" ? 2 : 1;
@@ -2429,7 +2447,7 @@ class Importer {
   // Hann, Hamming and Blackman windows of a compiled-in length: constants.
   Value window_fn(const std::string& t) {
     int64_t size = const_input(0, "size").as_int(0);
-    if (size < 0 || size > (int64_t(1) << 24)) fail(where_ + ": the window size is out of range");
+    if (size < 0 || size > (int64_t(1) << 20)) fail(where_ + ": the window size is out of range");
     bool periodic = attr_int("periodic", 1) != 0;
     std::string elem = elem_or_fail(int32_t(attr_int("output_datatype", 1)), where_);
     double n_total = double(periodic ? size : size - 1);
