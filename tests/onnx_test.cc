@@ -235,6 +235,20 @@ TEST(OnnxCacheTest, FoldedWeightsInAnExternalFileAreKeyedByTheirValues) {
   EXPECT_THAT(bound.out, HasSubstr("cache: miss"));
 }
 
+// `kiln cache explain model.onnx` names what of the model the key covers and finds the entry a
+// run stored (the same key).
+TEST(OnnxCacheTest, ExplainNamesTheOnnxComponentsAndFindsTheRunsEntry) {
+  TempDir dir;
+  ProcessResult run = kiln_run(dir.file("cache"), {model("mlp_opset13.onnx"), "--fill", "ones"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ProcessResult explain = run_process({kiln_binary(), "--cache-dir", dir.file("cache"), "cache",
+                                       "explain", model("mlp_opset13.onnx")});
+  ASSERT_EQ(explain.exit_code, 0) << explain.err;
+  EXPECT_THAT(explain.out, HasSubstr("input shapes [1, 64]"));
+  EXPECT_THAT(explain.out, HasSubstr("6 bound weights (values not in the key)"));
+  EXPECT_THAT(explain.out, HasSubstr("stored: yes"));
+}
+
 // `kiln compile model.onnx -o m.kx` folds the weights in: the .kx runs alone, with PyTorch's
 // results; `--output x.pb` writes a TensorProto that reads back the same.
 TEST(OnnxModelsTest, ACompiledKxHoldsTheWeightsAndOutputsCanBeTensorProtos) {

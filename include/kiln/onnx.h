@@ -182,6 +182,13 @@ Result<std::string> import_onnx_to_mlir(const OnnxModel& model,
                                         const std::vector<std::vector<int64_t>>& input_shapes,
                                         const std::vector<Buffer>* input_values = nullptr);
 
+// The source compile_onnx_or_get_cached compiles: identified (its raw-bytes alias) by the weights
+// mode, the structure digest, the input shapes and the static inputs' values; it produces the MLIR
+// only when a key or a compile needs it. `model` must outlive it. For `kiln cache explain`.
+Result<ModuleSource> onnx_module_source(const OnnxModel& model,
+                                        const std::vector<std::vector<int64_t>>& input_shapes,
+                                        const std::vector<Buffer>* input_values = nullptr);
+
 // compile_or_get_cached for an ONNX model at `input_shapes` (from resolve_input_shapes). A repeat
 // (same structure, shapes and options, any weights) is found without loading the importer,
 // protobuf or MLIR. A model with static inputs needs `input_values` (the run's inputs, graph

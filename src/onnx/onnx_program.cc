@@ -177,6 +177,33 @@ Result<std::string> import_onnx_to_mlir(const OnnxModel& model,
   return import_in_child(import, request);
 }
 
+Result<ModuleSource> onnx_module_source(const OnnxModel& model,
+                                        const std::vector<std::vector<int64_t>>& input_shapes,
+                                        const std::vector<Buffer>* input_values) {
+  if (input_shapes.size() != model.inputs().size())
+    return invalid_argument(model.name() + ": " + std::to_string(input_shapes.size()) +
+                            " input shapes for " + std::to_string(model.inputs().size()) +
+                            " inputs");
+  KILN_ASSIGN_OR_RETURN(std::vector<const Buffer*> statics, static_values_of(model, input_values));
+  std::string identity = "kiln onnx model v1\n" +
+                         std::string(model.fold_weights() ? "weights folded\n" : "") +
+                         "structure " + model.structure_digest() + "\ninput shapes " +
+                         shapes_text(input_shapes) + "\n";
+  for (size_t k = 0; k < statics.size(); ++k) {
+    if (statics[k] == nullptr) continue;
+    Sha256 digest;
+    digest.update_framed(dtype_name(statics[k]->dtype()));
+    digest.update_framed(shape_to_string(statics[k]->shape()));
+    digest.update_framed(
+        std::string_view(static_cast<const char*>(statics[k]->data()), statics[k]->byte_size()));
+    identity += "static input " + std::to_string(k) + " " + digest.hex() + "\n";
+  }
+  // The model must stay alive while the source may produce its MLIR.
+  return ModuleSource::produced_by(identity, model.name(), [&model, input_shapes, input_values] {
+    return import_onnx_to_mlir(model, input_shapes, input_values);
+  });
+}
+
 Result<std::string> unsupported_onnx_nodes(const OnnxModel& model) {
   KILN_ASSIGN_OR_RETURN(onnx_import::ImportFn import, importer());
   onnx_import::ImportRequest request;
@@ -191,31 +218,10 @@ Result<OnnxProgram> compile_onnx_or_get_cached(
     const Client& client, const OnnxModel& model,
     const std::vector<std::vector<int64_t>>& input_shapes, const CompileOptions& options,
     CompileReport* report, const std::vector<Buffer>* input_values) {
-  if (input_shapes.size() != model.inputs().size())
-    return invalid_argument(model.name() + ": " + std::to_string(input_shapes.size()) +
-                            " input shapes for " + std::to_string(model.inputs().size()) +
-                            " inputs");
+  KILN_ASSIGN_OR_RETURN(ModuleSource source, onnx_module_source(model, input_shapes, input_values));
   KILN_ASSIGN_OR_RETURN(std::vector<const Buffer*> statics, static_values_of(model, input_values));
-  std::string identity = "kiln onnx model v1\n" +
-                         std::string(model.fold_weights() ? "weights folded\n" : "") +
-                         "structure " + model.structure_digest() + "\ninput shapes " +
-                         shapes_text(input_shapes) + "\n";
   size_t static_count = 0;
-  for (size_t k = 0; k < statics.size(); ++k) {
-    if (statics[k] == nullptr) continue;
-    ++static_count;
-    Sha256 digest;
-    digest.update_framed(dtype_name(statics[k]->dtype()));
-    digest.update_framed(shape_to_string(statics[k]->shape()));
-    digest.update_framed(
-        std::string_view(static_cast<const char*>(statics[k]->data()), statics[k]->byte_size()));
-    identity += "static input " + std::to_string(k) + " " + digest.hex() + "\n";
-  }
-  // The model stays alive while compile_or_get_cached may produce the MLIR (this call).
-  ModuleSource source =
-      ModuleSource::produced_by(identity, model.name(), [&model, input_shapes, input_values] {
-        return import_onnx_to_mlir(model, input_shapes, input_values);
-      });
+  for (const Buffer* b : statics) static_count += b != nullptr;
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<Executable> executable,
                         compile_or_get_cached(client, source, options, report));
   OnnxProgram program;

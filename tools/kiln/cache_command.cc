@@ -9,6 +9,7 @@
 #include "kiln/compile.h"
 #include "kiln/config.h"
 #include "kiln/file.h"
+#include "kiln/onnx.h"
 
 namespace kiln::cli {
 namespace {
@@ -123,11 +124,40 @@ int verify_command(DirectoryStore& store) {
   return 0;
 }
 
+bool is_onnx_path(const std::string& path) {
+  if (path.size() > 5 && path.compare(path.size() - 5, 5, ".onnx") == 0) return true;
+  auto bytes = read_file(path);
+  return bytes.ok() && looks_like_onnx(*bytes);
+}
+
 int explain_command() {
   auto client = Client::create_cpu();
   if (!client.ok()) return fail(client.status());
-  auto source = ModuleSource::from_file(args().file);
-  if (!source.ok()) return fail(source.status());
+  // An ONNX model: its identity first (what of it the key covers), then the same components.
+  Result<OnnxModel> model = internal_error("not ONNX");
+  Result<ModuleSource> source = internal_error("no source");
+  if (is_onnx_path(args().file)) {
+    model = OnnxModel::from_file(args().file);
+    if (!model.ok()) return fail(model.status());
+    for (const auto& input : model->inputs())
+      if (input.is_static)
+        return fail(invalid_argument(args().file + ": input '" + input.name +
+                                     "' is compiled in by value; its key depends on the values a "
+                                     "run gives (kiln run --json prints the key)"));
+    auto shapes = model->resolve_input_shapes({});
+    if (!shapes.ok()) return fail(shapes.status());
+    source = onnx_module_source(*model, *shapes);
+    if (!source.ok()) return fail(source.status());
+    std::printf(
+        "onnx model %s: structure %s (graph, opsets, initializer names, types and shapes, "
+        "folded initializer values), input shapes",
+        args().file.c_str(), model->structure_digest().substr(0, 16).c_str());
+    for (const auto& shape : *shapes) std::printf(" %s", shape_to_string(shape).c_str());
+    std::printf(", %zu bound weights (values not in the key)\n", model->weights().size());
+  } else {
+    source = ModuleSource::from_file(args().file);
+    if (!source.ok()) return fail(source.status());
+  }
   CompileOptions options;
   auto level = parse_effort_level(args().effort);
   if (!level.ok()) return fail(level.status());
@@ -201,7 +231,7 @@ void add_cache_command(CLI::App& app) {
   a.import_cmd = a.root->add_subcommand("import", "add a bundle's entries to this cache");
   a.import_cmd->add_option("file", a.bundle, "bundle file to read")->required();
   a.explain = a.root->add_subcommand("explain", "a file's key components, and why it misses");
-  a.explain->add_option("file", a.file, "MLIR file")->required();
+  a.explain->add_option("file", a.file, "MLIR file or ONNX model")->required();
   a.explain->add_option("-O,--effort", a.effort, "effort level O0..O3");
   a.explain->add_option("--disable-pass", a.disabled, "leave a pipeline pass out");
 }
