@@ -2859,6 +2859,8 @@ class Importer {
       std::string attrs = "{dilations = dense<[" + i64_list(dilations) +
                           "]> : tensor<2xi64>, strides = dense<[" + i64_list(strides) +
                           "]> : tensor<2xi64>}";
+      if (group == 1 && is_float_type(elem))
+        return conv_as_matmul(padded, w, strides, dilations, out_spatial);
       if (group == 1) return conv_op("linalg.conv_2d_nchw_fchw", attrs, padded, w, out_shape, elem);
       if (group == c && f == c) {
         Value wd = reshape(w, {c, w.shape[2], w.shape[3]});
@@ -2913,6 +2915,40 @@ class Importer {
     line("  linalg.yield " + sum + " : " + elem);
     line("} -> " + yg.type());
     return reshape(yg, out_shape);
+  }
+
+  // A 2-D convolution as one matrix product, which kiln's tiled and vectorised contraction path
+  // compiles well: the input's windows gathered into rows (N*OH*OW, C*KH*KW), times the weights
+  // as (C*KH*KW, F), then back to NCHW.
+  Value conv_as_matmul(Value& padded, Value& w, const Shape& strides, const Shape& dilations,
+                       const Shape& out_spatial) {
+    int64_t n = padded.shape[0], c = padded.shape[1], f = w.shape[0];
+    int64_t kh = w.shape[2], kw = w.shape[3], oh = out_spatial[0], ow = out_spatial[1];
+    std::string elem = padded.elem;
+    Shape patches_shape = {n, oh, ow, c, kh, kw};
+    std::string map = "affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d3, d1 * " +
+                      std::to_string(strides[0]) + " + d4 * " + std::to_string(dilations[0]) +
+                      ", d2 * " + std::to_string(strides[1]) + " + d5 * " +
+                      std::to_string(dilations[1]) + ")>";
+    Value patches;
+    patches.elem = elem;
+    patches.shape = patches_shape;
+    std::string init = empty(elem, patches_shape);
+    patches.ssa = fresh();
+    line(patches.ssa + " = linalg.generic {indexing_maps = [" + map + ", " +
+         broadcast_map(patches_shape, patches_shape) +
+         "], iterator_types = " + iterators(std::vector<bool>(6, false)) + "} ins(" + ssa(padded) +
+         " : " + padded.type() + ") outs(" + init + " : " + patches.type() + ") {");
+    std::string a = "%b" + std::to_string(next_id_++), b = "%b" + std::to_string(next_id_++);
+    line("^bb0(" + a + ": " + elem + ", " + b + ": " + elem + "):");
+    line("  linalg.yield " + a + " : " + elem);
+    line("} -> " + patches.type());
+    Value rows = reshape(patches, {n * oh * ow, c * kh * kw});
+    Value wf = reshape(w, {f, c * kh * kw});
+    Value wt = transpose(wf, {1, 0});
+    Value y = matmul(rows, wt);
+    Value y4 = reshape(y, {n, oh, ow, f});
+    return transpose(y4, {0, 3, 1, 2});
   }
 
   // ConvTranspose as a convolution: the input spread out by the strides (zeros between), padded
