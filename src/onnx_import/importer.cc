@@ -2862,6 +2862,8 @@ class Importer {
       if (group == 1 && is_float_type(elem))
         return conv_as_matmul(padded, w, strides, dilations, out_spatial);
       if (group == 1) return conv_op("linalg.conv_2d_nchw_fchw", attrs, padded, w, out_shape, elem);
+      if (group == c && f == c && is_float_type(elem))
+        return depthwise_channels_last(padded, w, strides, dilations, out_spatial);
       if (group == c && f == c) {
         Value wd = reshape(w, {c, w.shape[2], w.shape[3]});
         return conv_op("linalg.depthwise_conv_2d_nchw_chw", attrs, padded, wd, out_shape, elem);
@@ -2949,6 +2951,41 @@ class Importer {
     Value y = matmul(rows, wt);
     Value y4 = reshape(y, {n, oh, ow, f});
     return transpose(y4, {0, 3, 1, 2});
+  }
+
+  // A depthwise 2-D convolution computed channels-last with the channel loop innermost, so each
+  // kernel tap is one contiguous, vectorisable pass over the channels.
+  Value depthwise_channels_last(Value& padded, Value& w, const Shape& strides,
+                                const Shape& dilations, const Shape& out_spatial) {
+    int64_t n = padded.shape[0], c = padded.shape[1], kh = w.shape[2], kw = w.shape[3];
+    std::string elem = padded.elem;
+    Value xl = transpose(padded, {0, 2, 3, 1});
+    Value wd = reshape(w, {c, kh, kw});
+    Value wl = transpose(wd, {1, 2, 0});
+    Shape out = {n, out_spatial[0], out_spatial[1], c};
+    // Loops n, oh, ow, kh, kw, c.
+    std::string head = "affine_map<(d0, d1, d2, d3, d4, d5) -> (";
+    std::string xmap = head + "d0, d1 * " + std::to_string(strides[0]) + " + d3 * " +
+                       std::to_string(dilations[0]) + ", d2 * " + std::to_string(strides[1]) +
+                       " + d4 * " + std::to_string(dilations[1]) + ", d5)>";
+    std::string wmap = head + "d3, d4, d5)>", ymap = head + "d0, d1, d2, d5)>";
+    Value y;
+    y.elem = elem;
+    y.shape = out;
+    std::string acc = filled(elem, out, 0);
+    y.ssa = fresh();
+    line(y.ssa + " = linalg.generic {indexing_maps = [" + xmap + ", " + wmap + ", " + ymap +
+         "], iterator_types = [\"parallel\", \"parallel\", \"parallel\", \"reduction\", "
+         "\"reduction\", \"parallel\"]} ins(" +
+         ssa(xl) + ", " + ssa(wl) + " : " + xl.type() + ", " + wl.type() + ") outs(" + acc + " : " +
+         y.type() + ") {");
+    std::string a = "%b" + std::to_string(next_id_++), b = "%b" + std::to_string(next_id_++),
+                o = "%b" + std::to_string(next_id_++);
+    line("^bb0(" + a + ": " + elem + ", " + b + ": " + elem + ", " + o + ": " + elem + "):");
+    std::string sum = op("arith.addf", {o, op("arith.mulf", {a, b}, elem)}, elem);
+    line("  linalg.yield " + sum + " : " + elem);
+    line("} -> " + y.type());
+    return transpose(y, {0, 3, 1, 2});
   }
 
   // ConvTranspose as a convolution: the input spread out by the strides (zeros between), padded
