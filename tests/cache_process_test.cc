@@ -44,10 +44,33 @@ TEST(CacheProcessTest, EightProcessesOfMixedGetPutWithEvictionStayConsistentAndB
 TEST(CacheProcessTest, WriterKilledAtRandomPointsNeverLeavesAReadablePartialEntry) {
   TempDir dir;
   std::mt19937 rng(7);
+  // How long a writer takes to publish its first entry here (a sanitized build starts several
+  // times slower than a plain one): kills land at random points up to twice that, so they hit
+  // start-up, writes in flight and completed writes alike.
+  int64_t span = 0;
+  {
+    TempDir probe;  // measured apart, so every entry in `dir` comes from a killed writer
+    auto start = std::chrono::steady_clock::now();
+    pid_t first = spawn_process({KILN_CACHE_WORKER, "write", probe.path(), "first"});
+    ASSERT_GT(first, 0);
+    auto store = DirectoryStore::open({probe.path(), -1, -1, nullptr});
+    ASSERT_TRUE(store.ok());
+    while (std::chrono::steady_clock::now() - start < std::chrono::seconds(20)) {
+      auto keys = (*store)->keys();
+      if (keys.ok() && !keys->empty()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    span = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
+                                                                 start)
+               .count();
+    kill(first, SIGKILL);
+    wait_process(first);
+  }
+  std::uniform_int_distribution<int64_t> delay(span / 10, 2 * span);
   for (int trial = 0; trial < 200; ++trial) {
     pid_t pid = spawn_process({KILN_CACHE_WORKER, "write", dir.path(), std::to_string(trial)});
     ASSERT_GT(pid, 0);
-    std::this_thread::sleep_for(std::chrono::microseconds(3000 + rng() % 30000));
+    std::this_thread::sleep_for(std::chrono::microseconds(delay(rng)));
     kill(pid, SIGKILL);
     wait_process(pid);
   }
