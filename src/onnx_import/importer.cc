@@ -2920,37 +2920,39 @@ class Importer {
   }
 
   // A 2-D convolution as one matrix product, which kiln's tiled and vectorised contraction path
-  // compiles well: the input's windows gathered into rows (N*OH*OW, C*KH*KW), times the weights
-  // as (C*KH*KW, F), then back to NCHW.
+  // compiles well: the weights as they are, (F, C*KH*KW), times the input's windows gathered into
+  // columns, (C*KH*KW, N*OH*OW). The product is (F, N*OH*OW): NCHW already for a batch of one,
+  // and neither the weights nor the result need a transposed copy.
   Value conv_as_matmul(Value& padded, Value& w, const Shape& strides, const Shape& dilations,
                        const Shape& out_spatial) {
     int64_t n = padded.shape[0], c = padded.shape[1], f = w.shape[0];
     int64_t kh = w.shape[2], kw = w.shape[3], oh = out_spatial[0], ow = out_spatial[1];
     std::string elem = padded.elem;
-    Shape patches_shape = {n, oh, ow, c, kh, kw};
-    std::string map = "affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d3, d1 * " +
-                      std::to_string(strides[0]) + " + d4 * " + std::to_string(dilations[0]) +
-                      ", d2 * " + std::to_string(strides[1]) + " + d5 * " +
+    // Loops c, kh, kw, n, oh, ow (the columns' layout).
+    Shape columns_shape = {c, kh, kw, n, oh, ow};
+    std::string map = "affine_map<(d0, d1, d2, d3, d4, d5) -> (d3, d0, d4 * " +
+                      std::to_string(strides[0]) + " + d1 * " + std::to_string(dilations[0]) +
+                      ", d5 * " + std::to_string(strides[1]) + " + d2 * " +
                       std::to_string(dilations[1]) + ")>";
-    Value patches;
-    patches.elem = elem;
-    patches.shape = patches_shape;
-    std::string init = empty(elem, patches_shape);
-    patches.ssa = fresh();
-    line(patches.ssa + " = linalg.generic {indexing_maps = [" + map + ", " +
-         broadcast_map(patches_shape, patches_shape) +
+    Value columns;
+    columns.elem = elem;
+    columns.shape = columns_shape;
+    std::string init = empty(elem, columns_shape);
+    columns.ssa = fresh();
+    line(columns.ssa + " = linalg.generic {indexing_maps = [" + map + ", " +
+         broadcast_map(columns_shape, columns_shape) +
          "], iterator_types = " + iterators(std::vector<bool>(6, false)) + "} ins(" + ssa(padded) +
-         " : " + padded.type() + ") outs(" + init + " : " + patches.type() + ") {");
+         " : " + padded.type() + ") outs(" + init + " : " + columns.type() + ") {");
     std::string a = "%b" + std::to_string(next_id_++), b = "%b" + std::to_string(next_id_++);
     line("^bb0(" + a + ": " + elem + ", " + b + ": " + elem + "):");
     line("  linalg.yield " + a + " : " + elem);
-    line("} -> " + patches.type());
-    Value rows = reshape(patches, {n * oh * ow, c * kh * kw});
+    line("} -> " + columns.type());
+    Value cols = reshape(columns, {c * kh * kw, n * oh * ow});
     Value wf = reshape(w, {f, c * kh * kw});
-    Value wt = transpose(wf, {1, 0});
-    Value y = matmul(rows, wt);
-    Value y4 = reshape(y, {n, oh, ow, f});
-    return transpose(y4, {0, 3, 1, 2});
+    Value y = matmul(wf, cols);
+    if (n == 1) return reshape(y, {1, f, oh, ow});
+    Value y4 = reshape(y, {f, n, oh, ow});
+    return transpose(y4, {1, 0, 2, 3});
   }
 
   // A depthwise 2-D convolution computed channels-last with the channel loop innermost, so each
