@@ -1768,11 +1768,10 @@ class Importer {
     return op("arith.maxsi", {idx, zero}, "index");
   }
   std::string extract(const std::string& tensor, const std::string& type,
-                      const std::vector<std::string>& at, const std::string& elem) {
+                      const std::vector<std::string>& at) {
     std::string r = fresh(), list;
     for (size_t k = 0; k < at.size(); ++k) list += (k ? ", " : "") + at[k];
     line("  " + r + " = tensor.extract " + tensor + "[" + list + "] : " + type);
-    (void)elem;
     return r;
   }
 
@@ -1790,7 +1789,7 @@ class Importer {
           std::vector<std::string> at;
           for (int64_t k = 0; k < rank; ++k)
             at.push_back(k == axis ? checked_index(a[0], ielem, dim) : index_of(int(k)));
-          return extract(ds, dt, at, elem);
+          return extract(ds, dt, at);
         });
   }
 
@@ -1828,7 +1827,7 @@ class Importer {
     Value w = elementwise(
         {&target}, elem, target.shape,
         [&, ignore, weighted, classes](const std::vector<std::string>& a) {
-          std::string one = weighted ? extract(ws, wt, {checked_index(a[0], telem, classes)}, elem)
+          std::string one = weighted ? extract(ws, wt, {checked_index(a[0], telem, classes)})
                                      : k_in_body(elem, 1);
           if (!ignore) return one;
           std::string skip = cmp(telem, "", "eq", a[0], k_in_body(telem, double(*ignore)));
@@ -1838,7 +1837,7 @@ class Importer {
         {&target, &w}, elem, target.shape, [&, rank, classes](const std::vector<std::string>& a) {
           std::vector<std::string> at = {index_of(0), checked_index(a[0], telem, classes)};
           for (int64_t k = 1; k < rank; ++k) at.push_back(index_of(int(k)));
-          std::string p = extract(ps, pt, at, elem);
+          std::string p = extract(ps, pt, at);
           return op("arith.negf", {op("arith.mulf", {p, a[1]}, elem)}, elem);
         });
     std::string reduction = attr_string("reduction", "mean");
@@ -2132,15 +2131,15 @@ class Importer {
                              std::string j = k_in_body("index", double(rest % int64_t(tap_count)));
                              rest /= int64_t(tap_count);
                              auto [it, itype] = split(index_tables[r]);
-                             std::string i64 = extract(it, itype, {position[k], j}, "i64");
+                             std::string i64 = extract(it, itype, {position[k], j});
                              at[k] = op("arith.index_cast", {i64}, "i64 to index");
                              if (f) {
                                auto [wt, wtype] = split(weight_tables[r]);
-                               std::string w = extract(wt, wtype, {position[k], j}, elem);
+                               std::string w = extract(wt, wtype, {position[k], j});
                                weight = weight.empty() ? w : op("arith.mulf", {weight, w}, elem);
                              }
                            }
-                           std::string v = extract(xs, xt, at, elem);
+                           std::string v = extract(xs, xt, at);
                            if (!f) return v;  // nearest: one tap
                            acc = op("arith.addf", {acc, op("arith.mulf", {v, weight}, elem)}, elem);
                          }
@@ -2148,7 +2147,7 @@ class Importer {
                          std::string outside = "";
                          for (size_t r = 0; r < resized.size(); ++r) {
                            auto [ot, otype] = split(outside_tables[r]);
-                           std::string o = extract(ot, otype, {position[resized[r]]}, "i1");
+                           std::string o = extract(ot, otype, {position[resized[r]]});
                            outside = outside.empty() ? o : op("arith.ori", {outside, o}, "i1");
                          }
                          return select(outside, k_in_body(elem, extrapolation), acc, elem);
@@ -2677,7 +2676,7 @@ class Importer {
         }
         at.push_back(i);
       }
-      return extract(xs, xt, at, elem);
+      return extract(xs, xt, at);
     });
   }
 
