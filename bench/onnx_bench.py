@@ -13,10 +13,8 @@ seed 0, batch 1); ONNX Runtime is installed from npm into build/bench-ort on fir
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 
