@@ -149,6 +149,9 @@ Result<std::string> unsupported_onnx_nodes(const OnnxModel& model);
 // Whether `bytes` look like an ONNX ModelProto rather than MLIR text, bytecode or a .kx: the
 // first field is ir_version (field 1, varint), as every exporter writes it.
 inline bool looks_like_onnx(std::string_view bytes) { return !bytes.empty() && bytes[0] == 0x08; }
+// Whether the file at `path` is an ONNX model: a `.onnx` name, or a first byte as above (reads
+// one byte).
+bool is_onnx_file(const std::string& path);
 
 // An ONNX model compiled for fixed input shapes, with its weights loaded: ready to run.
 class OnnxProgram {

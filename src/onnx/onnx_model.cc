@@ -294,6 +294,13 @@ bool onnx_input_is_static_slot(const std::string& op_type, int k) {
   return false;
 }
 
+bool is_onnx_file(const std::string& path) {
+  if (path.size() > 5 && path.compare(path.size() - 5, 5, ".onnx") == 0) return true;
+  std::ifstream file(path, std::ios::binary);
+  char first = 0;
+  return file.get(first) && looks_like_onnx(std::string_view(&first, 1));
+}
+
 Result<OnnxModel> OnnxModel::from_file(const std::string& path, bool fold_weights) {
   KILN_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
   size_t slash = path.rfind('/');

@@ -219,20 +219,21 @@ Result<OnnxProgram> compile_onnx_or_get_cached(
     const Client& client, const OnnxModel& model,
     const std::vector<std::vector<int64_t>>& input_shapes, const CompileOptions& options,
     CompileReport* report, const std::vector<Buffer>* input_values) {
+  // onnx_module_source has checked the static inputs' values; here they are only copied.
   KILN_ASSIGN_OR_RETURN(ModuleSource source, onnx_module_source(model, input_shapes, input_values));
-  KILN_ASSIGN_OR_RETURN(std::vector<const Buffer*> statics, static_values_of(model, input_values));
   size_t static_count = 0;
-  for (const Buffer* b : statics) static_count += b != nullptr;
+  for (const OnnxValueInfo& input : model.inputs()) static_count += input.is_static;
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<Executable> executable,
                         compile_or_get_cached(client, source, options, report));
   OnnxProgram program;
   program.executable_ = std::move(executable);
   program.entry_ = "main";
   program.input_shapes_ = input_shapes;
-  for (size_t k = 0; k < statics.size(); ++k) {
+  for (size_t k = 0; k < model.inputs().size(); ++k) {
     program.input_names_.push_back(model.inputs()[k].name);
-    program.static_values_.push_back(statics[k] ? std::optional<Buffer>(copy_of(*statics[k]))
-                                                : std::nullopt);
+    program.static_values_.push_back(model.inputs()[k].is_static
+                                         ? std::optional<Buffer>(copy_of((*input_values)[k]))
+                                         : std::nullopt);
   }
   KILN_ASSIGN_OR_RETURN(const EntryPoint* entry, program.executable_->find_entry("main"));
   size_t runtime_inputs = input_shapes.size() - static_count;

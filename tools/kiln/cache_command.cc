@@ -124,19 +124,13 @@ int verify_command(DirectoryStore& store) {
   return 0;
 }
 
-bool is_onnx_path(const std::string& path) {
-  if (path.size() > 5 && path.compare(path.size() - 5, 5, ".onnx") == 0) return true;
-  auto bytes = read_file(path);
-  return bytes.ok() && looks_like_onnx(*bytes);
-}
-
 int explain_command() {
   auto client = Client::create_cpu();
   if (!client.ok()) return fail(client.status());
   // An ONNX model: its identity first (what of it the key covers), then the same components.
   Result<OnnxModel> model = internal_error("not ONNX");
   Result<ModuleSource> source = internal_error("no source");
-  if (is_onnx_path(args().file)) {
+  if (is_onnx_file(args().file)) {
     model = OnnxModel::from_file(args().file);
     if (!model.ok()) return fail(model.status());
     for (const auto& input : model->inputs())

@@ -485,13 +485,6 @@ int run_onnx(const RunArgs& args, const kiln::Client& client, const kiln::Compil
   return 0;
 }
 
-bool is_onnx_file(const std::string& path) {
-  if (path.size() > 5 && path.compare(path.size() - 5, 5, ".onnx") == 0) return true;
-  std::ifstream file(path, std::ios::binary);
-  char first = 0;
-  return file.get(first) && kiln::looks_like_onnx(std::string_view(&first, 1));
-}
-
 int run_command(const RunArgs& args) {
   auto client = make_client(args);
   if (!client.ok()) return fail(client.status());
@@ -500,7 +493,7 @@ int run_command(const RunArgs& args) {
   options->num_replicas = std::max(1, args.replicas);
   if (args.no_cache) (void)kiln::config::set("KILN_ENABLE_COMPILATION_CACHE", "false");
   if (args.expect_pgle) (void)kiln::config::set("KILN_COMPILATION_CACHE_EXPECT_PGLE", "true");
-  if (is_onnx_file(args.file)) {
+  if (kiln::is_onnx_file(args.file)) {
     if (args.pgle || options->num_replicas > 1 || !args.entry.empty())
       return fail(kiln::invalid_argument(
           "--pgle, --replicas and -e are not supported for ONNX models yet: " + args.file));
@@ -764,8 +757,8 @@ int compile_command(const CompileArgs& args) {
         "kiln compile needs somewhere to put the result: -o FILE.kx, --fill-cache, or both"));
   auto options = compile_options(args.effort, args.disabled);
   if (!options.ok()) return fail(options.status());
-  auto source =
-      is_onnx_file(args.file) ? onnx_source(args.file) : kiln::ModuleSource::from_file(args.file);
+  auto source = kiln::is_onnx_file(args.file) ? onnx_source(args.file)
+                                              : kiln::ModuleSource::from_file(args.file);
   if (!source.ok()) return fail(source.status());
   bool other_target = !args.target.is_host() || args.devices > 0;
   auto client = kiln::Client::create_cpu(args.devices);
