@@ -25,7 +25,9 @@ std::vector<std::string> lines_of(const std::string& text) {
 // Runs the program the reference way, with kiln's O1 pass list (printed by `kiln pipeline`).
 std::string reference_output(const std::string& program) {
   ProcessResult pipeline = run_process(
-      {kiln_binary(), "pipeline", "-O", "O1", "--disable-pass", "buffer-deallocation-pipeline"});
+      {kiln_binary(), "pipeline", "-O", "O1", "--disable-pass", "buffer-deallocation-pipeline",
+       // mlir-opt knows no kiln step (and mlir-runner runs on one thread anyway).
+       "--disable-pass", "kiln-parallelize"});
   EXPECT_EQ(pipeline.exit_code, 0) << pipeline.err;
   std::vector<std::string> stages;
   for (const std::string& line : lines_of(pipeline.out))

@@ -145,7 +145,7 @@ TEST(DisabledPassTest, DisabledPassesReallyLeaveThePipeline) {
   ASSERT_TRUE(source.ok());
   CompileOptions options;
   options.optimization_level = EffortLevel::kO1;
-  options.disabled_passes = {"convert-linalg-to-loops"};
+  options.disabled_passes = {"convert-linalg-to-parallel-loops"};
   auto exe = shared_client().compile(*source, options);
   ASSERT_FALSE(exe.ok());
   EXPECT_NE(exe.status().message().find("linalg."), std::string::npos) << exe.status().message();

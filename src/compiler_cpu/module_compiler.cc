@@ -18,6 +18,7 @@
 
 #include "backend/cpu/compiler_interface.h"
 #include "backend/cpu/pipeline.h"
+#include "compiler_cpu/parallel_loops.h"
 #include "compiler_cpu/pgle_codegen.h"
 #include "compiler_cpu/transform_scripts.h"
 #include "kiln/config.h"
@@ -900,12 +901,16 @@ class MlirModuleCompiler : public ModuleCompiler {
 
   Status run_passes(mlir::ModuleOp module, const std::vector<PipelineStep>& steps,
                     std::string& diagnostics) {
-    // kiln's own fusion step splits the list: passes before it, the fusion, passes after it.
+    // kiln's own steps split the list: passes before one, the step, passes after it.
     for (size_t i = 0; i < steps.size(); ++i) {
-      if (steps[i].pass != kElementwiseFusionStep) continue;
+      bool fusion = steps[i].pass == kElementwiseFusionStep;
+      if (!fusion && steps[i].pass != kParallelizeStep) continue;
       KILN_RETURN_IF_ERROR(run_pass_list(
           module, std::vector<PipelineStep>(steps.begin(), steps.begin() + i), diagnostics));
-      fuse_elementwise_ops(module);
+      if (fusion)
+        fuse_elementwise_ops(module);
+      else
+        parallelize_loops(module);
       return run_passes(module, std::vector<PipelineStep>(steps.begin() + i + 1, steps.end()),
                         diagnostics);
     }
@@ -1016,7 +1021,9 @@ class MlirModuleCompiler : public ModuleCompiler {
   }
 
   void optimize(llvm::Module& module, llvm::TargetMachine& machine, int opt_level) {
-    if (opt_level == 0) return;
+    // Parallel loops are coroutines: even at O0 LLVM's coroutine passes must split them.
+    bool has_coroutines = module.getFunction("llvm.coro.id") != nullptr;
+    if (opt_level == 0 && !has_coroutines) return;
     llvm::LoopAnalysisManager lam;
     llvm::FunctionAnalysisManager fam;
     llvm::CGSCCAnalysisManager cgam;
@@ -1037,7 +1044,10 @@ class MlirModuleCompiler : public ModuleCompiler {
     llvm::OptimizationLevel level = opt_level == 1   ? llvm::OptimizationLevel::O1
                                     : opt_level == 2 ? llvm::OptimizationLevel::O2
                                                      : llvm::OptimizationLevel::O3;
-    builder.buildPerModuleDefaultPipeline(level).run(module, mam);
+    if (opt_level == 0)
+      builder.buildO0DefaultPipeline(llvm::OptimizationLevel::O0).run(module, mam);
+    else
+      builder.buildPerModuleDefaultPipeline(level).run(module, mam);
   }
 
   std::mutex mutex_;

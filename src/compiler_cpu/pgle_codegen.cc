@@ -4,6 +4,7 @@
 #include <map>
 #include <tuple>
 
+#include "compiler_cpu/parallel_loops.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Instructions.h"
 #include "llvm/Support/xxhash.h"
@@ -286,6 +287,11 @@ std::string tile_group_script(const TileGroup& group) {
   s += "    %op = " + match;
   s += "    %l2, %outer" + loops + " = transform.structured.tile_using_for %op tile_sizes " +
        sizes(c.cache[0], c.cache[1], c.cache[2]) + " : (!transform.any_op) -> " + types + "\n";
+  // Cache tiles along the parallel dimensions write disjoint blocks of the result: those loops may
+  // run on several threads (compiler_cpu/parallel_loops.h).
+  for (int d = 0; d < (batch ? 3 : 2); ++d)
+    s += "    transform.annotate %outer#" + std::to_string(d) + " \"" + kParallelLoopAttr +
+         "\" : !transform.any_op\n";
   s += "    %reg, %inner" + loops + " = transform.structured.tile_using_for %l2 tile_sizes " +
        sizes(c.reg[0], c.reg[1], 1) + " : (!transform.any_op) -> " + types + "\n";
   // Full tiles vectorise without masks; peeling the outer loop consumes handles nested in it, so

@@ -71,6 +71,10 @@ const std::vector<FlagInfo>& flag_table() {
        true},
       {"KILN_PGLE_COLD_MAX_NS", "10000",
        "only kernels costing at most this many nanoseconds may be compiled at low effort", true},
+      {"KILN_NUM_THREADS", "0",
+       "threads a compiled program's parallel loops run on (0: the CPUs this process may use); "
+       "read at run time, not part of the key",
+       false},
       {"KILN_SHARE_BINARY_BETWEEN_HOSTS", "false",
        "in a multi-process job, the leader compiles and the others load its executable", false},
       {"KILN_SHARE_BINARY_BETWEEN_HOSTS_TIMEOUT_MS", "1200000",
@@ -103,6 +107,7 @@ ValueRule rule_for(const FlagInfo& flag) {
       {"KILN_PROFILE_VERSION", {ValueRule::kInt, -1, kBig, {}}},
       {"KILN_REMOTE_CACHE_TIMEOUT_MS", {ValueRule::kInt, 1, 3600000, {}}},
       {"KILN_PGLE_PROFILING_RUNS", {ValueRule::kInt, 0, 1000000, {}}},
+      {"KILN_NUM_THREADS", {ValueRule::kInt, 0, 1024, {}}},
       {"KILN_PGLE_WARMUP_RUNS", {ValueRule::kInt, 0, 1000000, {}}},
       {"KILN_PGLE_AGGREGATION_PERCENTILE", {ValueRule::kNumber, 0, 100, {}}},
       {"KILN_PGLE_COLD_SHARE_PERCENT", {ValueRule::kNumber, 0, 100, {}}},

@@ -29,7 +29,14 @@ Pipeline build_pipeline(EffortLevel level, const std::vector<std::string>& disab
   p.lowering_passes = {
       {"buffer-deallocation-pipeline", "", false},
       {"convert-bufferization-to-memref", "", false},
-      {"convert-linalg-to-loops", "", true},
+      {"convert-linalg-to-parallel-loops", "", true},
+      // Parallel loops become tasks for kiln's thread pool (coroutines on MLIR's async runtime
+      // interface, which libkiln implements).
+      {kParallelizeStep, "", false},
+      {"async-to-async-runtime", "", false},
+      {"async-runtime-ref-counting", "", false},
+      {"async-runtime-ref-counting-opt", "", false},
+      {"convert-async-to-llvm", "", false},
       {"lower-vector-mask", "", true},
       {"convert-vector-to-scf", "{full-unroll}", true},
       {"expand-strided-metadata", "", false},
@@ -53,6 +60,12 @@ Pipeline build_pipeline(EffortLevel level, const std::vector<std::string>& disab
     if (program_frees_buffers && s.pass == "buffer-deallocation-pipeline") return true;
     return std::find(disabled.begin(), disabled.end(), s.pass) != disabled.end();
   };
+  // At O0 every loop stays on the calling thread: no coroutines to split, the fastest compile.
+  if (level == EffortLevel::kO0)
+    std::erase_if(p.lowering_passes, [](const PipelineStep& s) {
+      return s.pass == kParallelizeStep || s.pass.rfind("async-", 0) == 0 ||
+             s.pass == "convert-async-to-llvm";
+    });
   std::erase_if(p.tensor_passes, is_disabled);
   std::erase_if(p.bufferize_passes, is_disabled);
   std::erase_if(p.lowering_passes, is_disabled);

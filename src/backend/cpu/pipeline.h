@@ -18,6 +18,8 @@ struct PipelineStep {
 // Step names of kiln's own transform-dialect scripts (usable in the disabled-pass list).
 inline constexpr const char* kVectorizeConvolutionsStep = "kiln-vectorize-convolutions";
 inline constexpr const char* kTileAndVectorizeStep = "kiln-tile-and-vectorize";
+// kiln's own step that runs parallel loops on the thread pool (compiler_cpu/parallel_loops.h).
+inline constexpr const char* kParallelizeStep = "kiln-parallelize";
 
 struct Pipeline {
   std::vector<PipelineStep> tensor_passes;  // TOSA → linalg, elementwise fusion

@@ -1,0 +1,380 @@
+// kiln's thread pool, and the runtime functions that MLIR's async lowering calls. Compiled
+// programs split their parallel loops into tasks (async-parallel-for, coroutines); these functions
+// run the tasks on kiln's own pool. kiln provides them itself because Debian's
+// libmlir_async_runtime.so pulls in libLLVM, which a process that only runs cached executables must
+// not load.
+//
+// The pool holds KILN_NUM_THREADS - 1 workers: the thread that runs the program is the last one. It
+// never sits idle while its loop has work: waiting for a group or token, it runs queued tasks
+// itself, and only sleeps (on a condition variable, no spinning) when the queue is empty.
+#include <sched.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "kiln/config.h"
+
+namespace kiln::cpu {
+namespace {
+
+using CoroHandle = void*;
+using CoroResume = void (*)(void*);
+
+struct Task {
+  CoroHandle handle;
+  CoroResume resume;
+  void run() const { resume(handle); }
+};
+
+// One mutex and one condition variable for the queue and for every token and group: a thread
+// waiting for its group must also wake when new tasks arrive (it runs them), and tasks are coarse
+// (the compiler sizes them to thousands of operations), so one lock is not contended.
+class Pool {
+ public:
+  static Pool& get() {
+    // Never destroyed: workers may still be asleep on it while the process exits.
+    static Pool* pool = new Pool();
+    return *pool;
+  }
+
+  int threads() {
+    int wanted = configured_threads();
+    std::lock_guard<std::mutex> lock(mutex_);
+    resize_locked(wanted - 1);
+    return wanted;
+  }
+
+  void submit(Task task) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.push_back(task);
+    }
+    changed_.notify_all();
+  }
+
+  // Runs queued tasks until `done` holds (checked under the lock), sleeping while there are none.
+  template <typename Done>
+  void help_until(Done done) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!done()) {
+      if (queue_.empty()) {
+        changed_.wait(lock);
+        continue;
+      }
+      Task task = queue_.front();
+      queue_.pop_front();
+      lock.unlock();
+      task.run();
+      lock.lock();
+    }
+  }
+
+  // Wakes everyone waiting: called when a token or group becomes ready.
+  template <typename Change>
+  void publish(Change change) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      change();
+    }
+    changed_.notify_all();
+  }
+
+  std::mutex& mutex() { return mutex_; }
+
+ private:
+  static int available_cpus() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+    unsigned n = std::thread::hardware_concurrency();
+    return n == 0 ? 1 : static_cast<int>(n);
+  }
+
+  static int configured_threads() {
+    static const int cpus = available_cpus();
+    int64_t asked = config::get_int("KILN_NUM_THREADS");
+    return asked > 0 ? static_cast<int>(asked) : cpus;
+  }
+
+  void resize_locked(int workers) {
+    wanted_workers_ = workers;
+    if (static_cast<int>(alive_.size()) < workers) alive_.resize(workers, false);
+    for (int i = 0; i < workers; ++i) {
+      if (alive_[i]) continue;
+      alive_[i] = true;
+      std::thread([this, i] { work(i); }).detach();
+    }
+    // Workers beyond the count notice on their next wake-up.
+    if (workers < static_cast<int>(alive_.size())) changed_.notify_all();
+  }
+
+  void work(int index) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      if (index >= wanted_workers_) {
+        alive_[index] = false;
+        return;
+      }
+      if (queue_.empty()) {
+        changed_.wait(lock);
+        continue;
+      }
+      Task task = queue_.front();
+      queue_.pop_front();
+      lock.unlock();
+      task.run();
+      lock.lock();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<Task> queue_;
+  std::vector<bool> alive_;
+  int wanted_workers_ = 0;
+};
+
+// Tokens, values and groups are reference counted by the generated code. A group starts with one
+// reference (its creator's); a token or value with two, as MLIR's async runtime does: one for the
+// task that completes it, one for the code that awaits it.
+struct RefCounted {
+  enum class Kind { kToken, kValue, kGroup } kind;
+  std::atomic<int64_t> references;
+  explicit RefCounted(Kind k) : kind(k), references(k == Kind::kGroup ? 1 : 2) {}
+};
+
+enum class State { kPending, kReady, kError };
+
+// Their states and waiter lists are guarded by the pool's mutex.
+struct AsyncToken : RefCounted {
+  AsyncToken() : RefCounted(Kind::kToken) {}
+  State state = State::kPending;
+  std::vector<Task> waiting_tasks;
+  std::vector<struct AsyncGroup*> waiting_groups;
+};
+
+struct AsyncValue : RefCounted {
+  explicit AsyncValue(int64_t size)
+      : RefCounted(Kind::kValue),
+        storage(static_cast<std::byte*>(std::aligned_alloc(64, round_up(size)))) {}
+  ~AsyncValue() { std::free(storage); }
+  static size_t round_up(int64_t size) {
+    return size <= 0 ? 64 : (static_cast<size_t>(size) + 63) / 64 * 64;
+  }
+  State state = State::kPending;
+  std::byte* storage;
+  std::vector<Task> waiting_tasks;
+};
+
+struct AsyncGroup : RefCounted {
+  AsyncGroup() : RefCounted(Kind::kGroup) {}
+  int64_t pending = 0;
+  int64_t added = 0;
+  bool error = false;
+  std::vector<Task> waiting_tasks;
+};
+
+void destroy(RefCounted* object) {
+  switch (object->kind) {
+    case RefCounted::Kind::kToken:
+      delete static_cast<AsyncToken*>(object);
+      break;
+    case RefCounted::Kind::kValue:
+      delete static_cast<AsyncValue*>(object);
+      break;
+    case RefCounted::Kind::kGroup:
+      delete static_cast<AsyncGroup*>(object);
+      break;
+  }
+}
+
+// With the pool's mutex held: one token of `group` is done.
+void token_done_locked(AsyncGroup* group, bool error, std::vector<Task>& to_submit) {
+  if (error) group->error = true;
+  if (--group->pending == 0) {
+    to_submit.insert(to_submit.end(), group->waiting_tasks.begin(), group->waiting_tasks.end());
+    group->waiting_tasks.clear();
+  }
+}
+
+void drop_references(RefCounted* object, int64_t count) {
+  if (object->references.fetch_sub(count, std::memory_order_acq_rel) == count) destroy(object);
+}
+
+void finish_token(AsyncToken* token, State state) {
+  std::vector<Task> to_submit;
+  std::vector<AsyncGroup*> groups;
+  Pool& pool = Pool::get();
+  pool.publish([&] {
+    token->state = state;
+    to_submit = std::move(token->waiting_tasks);
+    token->waiting_tasks.clear();
+    groups = std::move(token->waiting_groups);
+    token->waiting_groups.clear();
+    for (AsyncGroup* group : groups) token_done_locked(group, state == State::kError, to_submit);
+  });
+  for (const Task& t : to_submit) pool.submit(t);
+  // Each group this token was added to was kept alive for it.
+  for (AsyncGroup* group : groups) drop_references(group, 1);
+}
+
+void finish_value(AsyncValue* value, State state) {
+  std::vector<Task> to_submit;
+  Pool& pool = Pool::get();
+  pool.publish([&] {
+    value->state = state;
+    to_submit = std::move(value->waiting_tasks);
+    value->waiting_tasks.clear();
+  });
+  for (const Task& t : to_submit) pool.submit(t);
+}
+
+}  // namespace
+}  // namespace kiln::cpu
+
+using kiln::cpu::AsyncGroup;
+using kiln::cpu::AsyncToken;
+using kiln::cpu::AsyncValue;
+using kiln::cpu::Pool;
+using kiln::cpu::RefCounted;
+using kiln::cpu::State;
+using kiln::cpu::Task;
+
+#define KILN_RUNTIME_EXPORT extern "C" __attribute__((visibility("default")))
+
+KILN_RUNTIME_EXPORT void mlirAsyncRuntimeAddRef(void* object, int64_t count) {
+  static_cast<RefCounted*>(object)->references.fetch_add(count, std::memory_order_relaxed);
+}
+
+KILN_RUNTIME_EXPORT void mlirAsyncRuntimeDropRef(void* object, int64_t count) {
+  kiln::cpu::drop_references(static_cast<RefCounted*>(object), count);
+}
+
+KILN_RUNTIME_EXPORT AsyncToken* mlirAsyncRuntimeCreateToken() { return new AsyncToken(); }
+
+KILN_RUNTIME_EXPORT AsyncValue* mlirAsyncRuntimeCreateValue(int64_t size) {
+  return new AsyncValue(size);
+}
+
+KILN_RUNTIME_EXPORT AsyncGroup* mlirAsyncRuntimeCreateGroup(int64_t /*size*/) {
+  return new AsyncGroup();
+}
+
+KILN_RUNTIME_EXPORT int64_t mlirAsyncRuntimeAddTokenToGroup(AsyncToken* token, AsyncGroup* group) {
+  std::lock_guard<std::mutex> lock(Pool::get().mutex());
+  int64_t rank = group->added++;
+  if (token->state == State::kPending) {
+    ++group->pending;
+    group->references.fetch_add(1, std::memory_order_relaxed);
+    token->waiting_groups.push_back(group);
+  } else if (token->state == State::kError) {
+    group->error = true;
+  }
+  return rank;
+}
+
+KILN_RUNTIME_EXPORT void mlirAsyncRuntimeEmplaceToken(AsyncToken* token) {
+  kiln::cpu::finish_token(token, State::kReady);
+}
+
+KILN_RUNTIME_EXPORT void mlirAsyncRuntimeEmplaceValue(AsyncValue* value) {
+  kiln::cpu::finish_value(value, State::kReady);
+}
+
+KILN_RUNTIME_EXPORT void mlirAsyncRuntimeSetTokenError(AsyncToken* token) {
+  kiln::cpu::finish_token(token, State::kError);
+}
+
+KILN_RUNTIME_EXPORT void mlirAsyncRuntimeSetValueError(AsyncValue* value) {
+  kiln::cpu::finish_value(value, State::kError);
+}
+
+KILN_RUNTIME_EXPORT bool mlirAsyncRuntimeIsTokenError(AsyncToken* token) {
+  std::lock_guard<std::mutex> lock(Pool::get().mutex());
+  return token->state == State::kError;
+}
+
+KILN_RUNTIME_EXPORT bool mlirAsyncRuntimeIsValueError(AsyncValue* value) {
+  std::lock_guard<std::mutex> lock(Pool::get().mutex());
+  return value->state == State::kError;
+}
+
+KILN_RUNTIME_EXPORT bool mlirAsyncRuntimeIsGroupError(AsyncGroup* group) {
+  std::lock_guard<std::mutex> lock(Pool::get().mutex());
+  return group->error;
+}
+
+KILN_RUNTIME_EXPORT void mlirAsyncRuntimeAwaitToken(AsyncToken* token) {
+  Pool::get().help_until([&] { return token->state != State::kPending; });
+}
+
+KILN_RUNTIME_EXPORT void mlirAsyncRuntimeAwaitValue(AsyncValue* value) {
+  Pool::get().help_until([&] { return value->state != State::kPending; });
+}
+
+KILN_RUNTIME_EXPORT void mlirAsyncRuntimeAwaitAllInGroup(AsyncGroup* group) {
+  Pool::get().help_until([&] { return group->pending == 0; });
+}
+
+KILN_RUNTIME_EXPORT std::byte* mlirAsyncRuntimeGetValueStorage(AsyncValue* value) {
+  return value->storage;
+}
+
+KILN_RUNTIME_EXPORT void mlirAsyncRuntimeExecute(void* handle, void (*resume)(void*)) {
+  Pool::get().submit(Task{handle, resume});
+}
+
+KILN_RUNTIME_EXPORT void mlirAsyncRuntimeAwaitTokenAndExecute(AsyncToken* token, void* handle,
+                                                              void (*resume)(void*)) {
+  Pool& pool = Pool::get();
+  {
+    std::lock_guard<std::mutex> lock(pool.mutex());
+    if (token->state == State::kPending) {
+      token->waiting_tasks.push_back(Task{handle, resume});
+      return;
+    }
+  }
+  pool.submit(Task{handle, resume});
+}
+
+KILN_RUNTIME_EXPORT void mlirAsyncRuntimeAwaitValueAndExecute(AsyncValue* value, void* handle,
+                                                              void (*resume)(void*)) {
+  Pool& pool = Pool::get();
+  {
+    std::lock_guard<std::mutex> lock(pool.mutex());
+    if (value->state == State::kPending) {
+      value->waiting_tasks.push_back(Task{handle, resume});
+      return;
+    }
+  }
+  pool.submit(Task{handle, resume});
+}
+
+KILN_RUNTIME_EXPORT void mlirAsyncRuntimeAwaitAllInGroupAndExecute(AsyncGroup* group, void* handle,
+                                                                   void (*resume)(void*)) {
+  Pool& pool = Pool::get();
+  {
+    std::lock_guard<std::mutex> lock(pool.mutex());
+    if (group->pending != 0) {
+      group->waiting_tasks.push_back(Task{handle, resume});
+      return;
+    }
+  }
+  pool.submit(Task{handle, resume});
+}
+
+// (The missing 'e' is MLIR's spelling: generated code calls this name.)
+KILN_RUNTIME_EXPORT int64_t mlirAsyncRuntimGetNumWorkerThreads() { return Pool::get().threads(); }
+
+KILN_RUNTIME_EXPORT void mlirAsyncRuntimePrintCurrentThreadId() {
+  std::printf("Current thread id: %zu\n", std::hash<std::thread::id>{}(std::this_thread::get_id()));
+}

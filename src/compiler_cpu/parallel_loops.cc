@@ -1,0 +1,251 @@
+#include "compiler_cpu/parallel_loops.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Async/IR/Async.h"
+#include "mlir/Dialect/Async/Transforms.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace kiln::cpu {
+namespace {
+
+// Rough cost units (about one scalar operation each). A task must hold at least this much work to
+// pay for its dispatch (a coroutine, a queue round trip: a few microseconds); a loop with less
+// than two tasks' worth stays sequential.
+constexpr int64_t kMinTaskWork = 40000;
+// Trip count assumed for loops whose bounds are only known at run time.
+constexpr int64_t kUnknownTrips = 16;
+
+// (Not m_ConstantInt: its trait check compares type ids, which differ between this
+// hidden-visibility module and libMLIR; the helper below runs inside libMLIR.)
+int64_t constant_index(mlir::Value v) {
+  std::optional<int64_t> value = mlir::getConstantIntValue(v);
+  return value ? *value : -1;
+}
+
+int64_t trip_count(mlir::Value lower, mlir::Value upper, mlir::Value step) {
+  int64_t lb = constant_index(lower), ub = constant_index(upper), st = constant_index(step);
+  if (lb < 0 || ub < 0 || st <= 0) return kUnknownTrips;
+  return std::max<int64_t>(0, (ub - lb + st - 1) / st);
+}
+
+int64_t saturating_multiply(int64_t a, int64_t b) {
+  constexpr int64_t kCap = int64_t{1} << 40;
+  if (a == 0 || b == 0) return 0;
+  if (a > kCap / b) return kCap;
+  return a * b;
+}
+
+int64_t block_work(mlir::Block& block);
+
+int64_t op_work(mlir::Operation& op) {
+  if (auto loop = mlir::dyn_cast<mlir::scf::ForOp>(op))
+    return saturating_multiply(
+        trip_count(loop.getLowerBound(), loop.getUpperBound(), loop.getStep()),
+        block_work(*loop.getBody()));
+  if (auto loop = mlir::dyn_cast<mlir::scf::ParallelOp>(op)) {
+    int64_t trips = 1;
+    for (size_t d = 0; d < loop.getNumLoops(); ++d)
+      trips = saturating_multiply(
+          trips, trip_count(loop.getLowerBound()[d], loop.getUpperBound()[d], loop.getStep()[d]));
+    return saturating_multiply(trips, block_work(*loop.getBody()));
+  }
+  int64_t work = 1;
+  for (mlir::Region& region : op.getRegions())
+    for (mlir::Block& block : region) work = std::max(work, block_work(block));
+  // A vector operation does a vector's worth of lanes, several per cycle.
+  for (mlir::Type type : op.getResultTypes())
+    if (auto vector = mlir::dyn_cast<mlir::VectorType>(type))
+      work = std::max<int64_t>(work, vector.getNumElements() / 4);
+  return work;
+}
+
+int64_t block_work(mlir::Block& block) {
+  int64_t work = 0;
+  for (mlir::Operation& op : block) work = std::min<int64_t>(work + op_work(op), int64_t{1} << 40);
+  return std::max<int64_t>(work, 1);
+}
+
+// Nothing inside may allocate (the checking allocator reports failures on the calling thread
+// only) or call out (host callbacks, printing, user functions expect the program's thread).
+bool safe_to_run_on_workers(mlir::scf::ParallelOp loop) {
+  bool safe = true;
+  loop.getBody()->walk([&](mlir::Operation* op) {
+    if (mlir::isa<mlir::memref::AllocOp, mlir::memref::ReallocOp, mlir::memref::DeallocOp,
+                  mlir::func::CallOp, mlir::func::CallIndirectOp>(op))
+      safe = false;
+  });
+  return safe;
+}
+
+// Perfectly nested marked loops (outer to inner): each one's body is the next loop alone.
+std::vector<mlir::scf::ForOp> marked_nest(mlir::scf::ForOp outer) {
+  std::vector<mlir::scf::ForOp> nest = {outer};
+  for (;;) {
+    mlir::Block* body = nest.back().getBody();
+    if (body->getOperations().size() != 2) break;
+    auto inner = mlir::dyn_cast<mlir::scf::ForOp>(body->front());
+    if (!inner || !inner->hasAttr(kParallelLoopAttr) || inner.getNumRegionIterArgs() != 0) break;
+    bool invariant = true;
+    for (mlir::Value bound : {inner.getLowerBound(), inner.getUpperBound(), inner.getStep()})
+      if (!outer.isDefinedOutsideOfLoop(bound)) invariant = false;
+    if (!invariant) break;
+    nest.push_back(inner);
+  }
+  return nest;
+}
+
+// The marked scf.for nest becomes one scf.parallel over all of its dimensions.
+mlir::scf::ParallelOp to_parallel(std::vector<mlir::scf::ForOp> nest) {
+  mlir::scf::ForOp outer = nest.front();
+  mlir::OpBuilder builder(outer);
+  std::vector<mlir::Value> lower, upper, step;
+  for (mlir::scf::ForOp loop : nest) {
+    lower.push_back(loop.getLowerBound());
+    upper.push_back(loop.getUpperBound());
+    step.push_back(loop.getStep());
+  }
+  auto parallel =
+      mlir::scf::ParallelOp::create(builder, outer.getLoc(), lower, upper, step, nullptr);
+  parallel->setAttr(kParallelLoopAttr, builder.getUnitAttr());
+  mlir::Block* target = parallel.getBody();
+  mlir::Block* source = nest.back().getBody();
+  for (size_t d = 0; d < nest.size(); ++d)
+    nest[d].getInductionVar().replaceAllUsesWith(target->getArgument(d));
+  // Everything but the innermost loop's yield moves in front of the parallel loop's terminator.
+  target->getOperations().splice(mlir::Block::iterator(target->getTerminator()),
+                                 source->getOperations(), source->begin(),
+                                 std::prev(source->end()));
+  outer.erase();
+  return parallel;
+}
+
+// The loop, split into a one-dimensional parallel loop over its best dimension around a (later
+// sequential) loop over the others. Any dimension may go outside: the iterations of a parallel
+// loop are independent. The best is the outermost with enough iterations to share out, else the
+// longest. (One dimension also keeps clear of async-parallel-for's block-aligned multi-dimensional
+// path, which computes some blocks twice when its aligned block size overshoots the block count.)
+mlir::scf::ParallelOp to_one_dimension(mlir::scf::ParallelOp loop) {
+  size_t dims = loop.getNumLoops();
+  if (dims == 1) return loop;
+  constexpr int64_t kEnoughBlocks = 8;
+  std::vector<int64_t> trips;
+  for (size_t d = 0; d < dims; ++d) {
+    int64_t lb = constant_index(loop.getLowerBound()[d]);
+    int64_t ub = constant_index(loop.getUpperBound()[d]);
+    int64_t st = constant_index(loop.getStep()[d]);
+    // Bounds known only at run time: assume plenty.
+    trips.push_back(lb < 0 || ub < 0 || st <= 0 ? int64_t{1} << 30 : (ub - lb + st - 1) / st);
+  }
+  size_t chosen = 0;
+  for (size_t d = 0; d < dims; ++d)
+    if (trips[d] > trips[chosen]) chosen = d;
+  for (size_t d = 0; d < dims; ++d)
+    if (trips[d] >= kEnoughBlocks) {
+      chosen = d;
+      break;
+    }
+  mlir::OpBuilder builder(loop);
+  mlir::Location loc = loop.getLoc();
+  auto outer =
+      mlir::scf::ParallelOp::create(builder, loc, mlir::ValueRange{loop.getLowerBound()[chosen]},
+                                    mlir::ValueRange{loop.getUpperBound()[chosen]},
+                                    mlir::ValueRange{loop.getStep()[chosen]}, nullptr);
+  std::vector<mlir::Value> lower, upper, step;
+  for (size_t d = 0; d < dims; ++d) {
+    if (d == chosen) continue;
+    lower.push_back(loop.getLowerBound()[d]);
+    upper.push_back(loop.getUpperBound()[d]);
+    step.push_back(loop.getStep()[d]);
+  }
+  builder.setInsertionPoint(outer.getBody()->getTerminator());
+  auto inner = mlir::scf::ParallelOp::create(builder, loc, lower, upper, step, nullptr);
+  mlir::Block* source = loop.getBody();
+  for (size_t d = 0, next = 0; d < dims; ++d)
+    source->getArgument(d).replaceAllUsesWith(d == chosen ? outer.getBody()->getArgument(0)
+                                                          : inner.getBody()->getArgument(next++));
+  mlir::Block* target = inner.getBody();
+  target->getOperations().splice(mlir::Block::iterator(target->getTerminator()),
+                                 source->getOperations(), source->begin(),
+                                 std::prev(source->end()));
+  loop.erase();
+  return outer;
+}
+
+bool inside_a_loop(mlir::Operation* op) {
+  for (mlir::Operation* parent = op->getParentOp(); parent != nullptr;
+       parent = parent->getParentOp()) {
+    if (mlir::isa<mlir::func::FuncOp>(parent)) return false;
+    if (mlir::isa<mlir::scf::ForOp, mlir::scf::ParallelOp, mlir::scf::WhileOp>(parent)) return true;
+  }
+  return false;
+}
+
+bool inside_a_parallel_loop(mlir::Operation* op) {
+  return op->getParentOfType<mlir::scf::ParallelOp>() != nullptr;
+}
+
+}  // namespace
+
+void parallelize_loops(mlir::ModuleOp module) {
+  std::vector<mlir::scf::ForOp> marked;
+  module.walk([&](mlir::scf::ForOp loop) {
+    if (loop->hasAttr(kParallelLoopAttr) && loop.getNumRegionIterArgs() == 0)
+      marked.push_back(loop);
+  });
+  // Outermost first; loops already folded into an outer nest are skipped.
+  std::vector<mlir::Operation*> erased;
+  for (mlir::scf::ForOp loop : marked) {
+    if (std::find(erased.begin(), erased.end(), loop.getOperation()) != erased.end()) continue;
+    if (auto parent = loop->getParentOfType<mlir::scf::ForOp>();
+        parent && parent->hasAttr(kParallelLoopAttr))
+      continue;
+    std::vector<mlir::scf::ForOp> nest = marked_nest(loop);
+    for (mlir::scf::ForOp l : nest) erased.push_back(l.getOperation());
+    to_parallel(nest);
+  }
+
+  std::vector<mlir::scf::ParallelOp> candidates;
+  module.walk([&](mlir::scf::ParallelOp loop) {
+    if (loop.getNumReductions() != 0 || inside_a_parallel_loop(loop)) return;
+    // A loop nested in a sequential one would dispatch once per outer iteration; only a marked
+    // contraction loop (inside a batch loop at most) is big enough for that.
+    if (inside_a_loop(loop) && !loop->hasAttr(kParallelLoopAttr)) return;
+    if (!safe_to_run_on_workers(loop)) return;
+    if (op_work(*loop) < 2 * kMinTaskWork) return;
+    candidates.push_back(loop);
+  });
+  std::vector<mlir::Operation*> chosen;
+  for (mlir::scf::ParallelOp loop : candidates) chosen.push_back(to_one_dimension(loop));
+  module.walk([&](mlir::Operation* op) { op->removeAttr(kParallelLoopAttr); });
+  if (chosen.empty()) return;
+
+  mlir::MLIRContext* context = module.getContext();
+  // The rewrite creates async operations: their dialect must be loaded (a pass would declare it).
+  context->getOrLoadDialect<mlir::async::AsyncDialect>();
+  mlir::RewritePatternSet patterns(context);
+  mlir::async::populateAsyncParallelForPatterns(
+      patterns, /*asyncDispatch=*/true, /*numWorkerThreads=*/-1,
+      [](mlir::ImplicitLocOpBuilder builder, mlir::scf::ParallelOp loop) -> mlir::Value {
+        int64_t per_iteration = block_work(*loop.getBody());
+        int64_t iterations = std::max<int64_t>(1, kMinTaskWork / per_iteration);
+        return mlir::arith::ConstantIndexOp::create(builder, iterations);
+      });
+  mlir::GreedyRewriteConfig config;
+  config.setStrictness(mlir::GreedyRewriteStrictness::ExistingOps);
+  (void)mlir::applyOpPatternsGreedily(chosen, std::move(patterns), config);
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,205 @@
+// Compiled programs run their parallel loops on kiln's thread pool: the same executable at any
+// KILN_NUM_THREADS, from several application threads at once, with the same results, and with
+// workers that sleep when there is nothing to do.
+#include <dirent.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kiln/config.h"
+#include "test_support.h"
+
+namespace kiln::testing {
+namespace {
+
+constexpr const char* kProgram = "parallel_kernels.mlir";
+
+struct Case {
+  const char* entry;
+  std::vector<std::vector<int64_t>> input_shapes;
+};
+
+const std::vector<Case>& cases() {
+  static const std::vector<Case> list = {
+      {"matmul", {{301, 203}, {203, 259}}},
+      {"batch_matmul", {{3, 130, 70}, {3, 70, 190}}},
+      {"map", {{517, 1031}}},
+      {"row_sums", {{777, 513}}},
+  };
+  return list;
+}
+
+std::vector<Buffer> inputs_for(const Case& c, uint32_t seed) {
+  std::vector<Buffer> inputs;
+  for (const auto& shape : c.input_shapes) inputs.push_back(random_f32(shape, seed++));
+  return inputs;
+}
+
+bool same_bytes(const Buffer& a, const Buffer& b) {
+  return a.shape() == b.shape() && a.byte_size() == b.byte_size() &&
+         std::memcmp(a.data(), b.data(), a.byte_size()) == 0;
+}
+
+// What each entry computes, in double precision.
+std::vector<double> reference(const Case& c, const std::vector<Buffer>& in) {
+  std::string entry = c.entry;
+  std::vector<double> out;
+  if (entry == "matmul" || entry == "batch_matmul") {
+    bool batch = entry == "batch_matmul";
+    int64_t batches = batch ? in[0].shape()[0] : 1;
+    int64_t m = in[0].shape()[batch ? 1 : 0], k = in[0].shape()[batch ? 2 : 1];
+    int64_t n = in[1].shape()[batch ? 2 : 1];
+    const float* a = in[0].as<float>();
+    const float* b = in[1].as<float>();
+    for (int64_t p = 0; p < batches; ++p)
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double s = 0;
+          for (int64_t q = 0; q < k; ++q)
+            s += double(a[(p * m + i) * k + q]) * b[(p * k + q) * n + j];
+          out.push_back(s);
+        }
+  } else if (entry == "map") {
+    const float* x = in[0].as<float>();
+    for (int64_t i = 0; i < in[0].element_count(); ++i) out.push_back(std::tanh(x[i]) * x[i]);
+  } else {
+    const float* x = in[0].as<float>();
+    int64_t rows = in[0].shape()[0], cols = in[0].shape()[1];
+    for (int64_t i = 0; i < rows; ++i) {
+      double s = 0;
+      for (int64_t j = 0; j < cols; ++j) s += x[i * cols + j];
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
+void check_every_thread_count(EffortLevel level);
+
+class ThreadsTest : public ::testing::Test {
+ protected:
+  void TearDown() override { ASSERT_TRUE(config::set("KILN_NUM_THREADS", "0").ok()); }
+};
+
+TEST_F(ThreadsTest, EveryThreadCountGivesTheSameBitsAsOneThread) {
+  // O1 runs linalg's own multi-dimensional loops in parallel; O2 the tiled contractions.
+  for (EffortLevel level : {EffortLevel::kO1, EffortLevel::kO2}) {
+    SCOPED_TRACE(level == EffortLevel::kO1 ? "O1" : "O2");
+    check_every_thread_count(level);
+  }
+}
+
+void check_every_thread_count(EffortLevel level) {
+  auto exe = compile_file(program_path(kProgram), level);
+  ASSERT_TRUE(exe.ok()) << exe.status().to_string();
+  for (const Case& c : cases()) {
+    std::vector<Buffer> inputs = inputs_for(c, 7);
+    ASSERT_TRUE(config::set("KILN_NUM_THREADS", "1").ok());
+    auto one = (*exe)->execute(c.entry, inputs);
+    ASSERT_TRUE(one.ok()) << c.entry << ": " << one.status().to_string();
+    expect_close((*one)[0], reference(c, inputs), 1e-3);
+    for (const char* threads : {"2", "3", "5"}) {
+      ASSERT_TRUE(config::set("KILN_NUM_THREADS", threads).ok());
+      auto many = (*exe)->execute(c.entry, inputs);
+      ASSERT_TRUE(many.ok()) << c.entry << ": " << many.status().to_string();
+      // Each result element is computed by one task, in the same order: not one bit differs.
+      EXPECT_TRUE(same_bytes((*one)[0], (*many)[0]))
+          << c.entry << " at " << threads << " threads differs from one thread";
+    }
+  }
+}
+
+TEST_F(ThreadsTest, SeveralApplicationThreadsRunOneExecutableAtOnce) {
+  auto exe = compile_file(program_path(kProgram), EffortLevel::kO2);
+  ASSERT_TRUE(exe.ok()) << exe.status().to_string();
+  ASSERT_TRUE(config::set("KILN_NUM_THREADS", "3").ok());
+  // Expected results first, one call at a time.
+  std::vector<std::vector<Buffer>> inputs;
+  std::vector<Buffer> expected;
+  for (size_t i = 0; i < cases().size(); ++i) {
+    inputs.push_back(inputs_for(cases()[i], 100 + 10 * static_cast<uint32_t>(i)));
+    auto out = (*exe)->execute(cases()[i].entry, inputs.back());
+    ASSERT_TRUE(out.ok()) << out.status().to_string();
+    expected.push_back((*out)[0]);
+  }
+  constexpr int kCallers = 4;
+  constexpr int kCallsEach = 6;
+  std::vector<int> mismatches(kCallers, 0);
+  std::vector<std::thread> callers;
+  for (int t = 0; t < kCallers; ++t)
+    callers.emplace_back([&, t] {
+      for (int call = 0; call < kCallsEach; ++call) {
+        size_t which = static_cast<size_t>(t + call) % cases().size();
+        auto out = (*exe)->execute(cases()[which].entry, inputs[which]);
+        if (!out.ok() || !same_bytes((*out)[0], expected[which])) ++mismatches[t];
+      }
+    });
+  for (std::thread& t : callers) t.join();
+  for (int t = 0; t < kCallers; ++t) EXPECT_EQ(mismatches[t], 0) << "caller " << t;
+}
+
+int thread_count() {
+  int count = 0;
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return -1;
+  while (dirent* entry = readdir(dir))
+    if (entry->d_name[0] != '.') ++count;
+  closedir(dir);
+  return count;
+}
+
+double process_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+TEST_F(ThreadsTest, ThePoolHasTheAskedThreadsAndTheySleepWhenIdle) {
+  auto exe = compile_file(program_path(kProgram), EffortLevel::kO2);
+  ASSERT_TRUE(exe.ok()) << exe.status().to_string();
+  const Case& c = cases()[0];
+  std::vector<Buffer> inputs = inputs_for(c, 3);
+  int before = thread_count();
+  ASSERT_TRUE(config::set("KILN_NUM_THREADS", "4").ok());
+  ASSERT_TRUE((*exe)->execute(c.entry, inputs).ok());
+  // The calling thread is one of the four: three workers at most were started for the run.
+  int during = thread_count();
+  EXPECT_GE(during, 3);
+  EXPECT_LE(during - before, 3);
+  // Idle workers wait on a condition variable: half a second of idleness costs no CPU.
+  double cpu_before = process_cpu_seconds();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_LT(process_cpu_seconds() - cpu_before, 0.05);
+}
+
+TEST_F(ThreadsTest, TheThreadCountIsNotPartOfTheKeyAndBadCountsAreRefused) {
+  TempDir cache;
+  std::string program = program_path(kProgram);
+  ProcessResult first =
+      run_process({kiln_binary(), "--cache-dir", cache.path(), "--set", "KILN_NUM_THREADS=1", "run",
+                   program, "--entry", "map", "--fill", "ones"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  ProcessResult second =
+      run_process({kiln_binary(), "--cache-dir", cache.path(), "--set", "KILN_NUM_THREADS=2", "run",
+                   program, "--entry", "map", "--fill", "ones"});
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_NE(second.out.find("cache: hit"), std::string::npos) << second.out;
+  // The same numbers either way.
+  auto result_line = [](const std::string& out) { return out.substr(0, out.find('\n')); };
+  EXPECT_EQ(result_line(first.out), result_line(second.out));
+
+  ProcessResult bad = run_process({kiln_binary(), "--set", "KILN_NUM_THREADS=-3", "run", program,
+                                   "--entry", "map", "--fill", "ones"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("KILN_NUM_THREADS"), std::string::npos) << bad.err;
+  EXPECT_FALSE(config::set("KILN_NUM_THREADS", "many").ok());
+}
+
+}  // namespace
+}  // namespace kiln::testing
