@@ -144,8 +144,8 @@ class Pool {
 };
 
 // Tokens, values and groups are reference counted by the generated code. A group starts with one
-// reference (its creator's); a token or value with two, as MLIR's async runtime does: one for the
-// task that completes it, one for the code that awaits it.
+// reference (its creator's); a token or value with two, as in MLIR's async runtime: one for the
+// code that awaits it, one for the task that completes it, dropped when the task emplaces it.
 struct RefCounted {
   enum class Kind { kToken, kValue, kGroup } kind;
   std::atomic<int64_t> references;
@@ -225,6 +225,8 @@ void finish_token(AsyncToken* token, State state) {
   for (const Task& t : to_submit) pool.submit(t);
   // Each group this token was added to was kept alive for it.
   for (AsyncGroup* group : groups) drop_references(group, 1);
+  // The completing task's own reference.
+  drop_references(token, 1);
 }
 
 void finish_value(AsyncValue* value, State state) {
@@ -236,6 +238,7 @@ void finish_value(AsyncValue* value, State state) {
     value->waiting_tasks.clear();
   });
   for (const Task& t : to_submit) pool.submit(t);
+  drop_references(value, 1);
 }
 
 }  // namespace
