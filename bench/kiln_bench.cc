@@ -13,12 +13,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "kiln/client.h"
+#include "kiln/config.h"
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -59,14 +61,30 @@ double best_ms(F&& run, int repeat) {
   return best;
 }
 
+template <typename F>
+double median_ms(F&& run, int repeat) {
+  run();
+  std::vector<double> times;
+  for (int i = 0; i < repeat; ++i) {
+    auto start = Clock::now();
+    run();
+    times.push_back(ms_since(start));
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
 double gflops(int n, double ms) { return 2.0 * n * n * n / (ms * 1e6); }
 
-// Child mode: OpenBLAS's sgemm GFLOP/s for each size, one per line.
-int openblas_only(const std::vector<int>& sizes, int repeat) {
-  openblas_set_num_threads(1);
+// Child mode: OpenBLAS's sgemm GFLOP/s for each size, one per line, on OPENBLAS_NUM_THREADS
+// threads; best of `repeat`, or the median with `median`.
+int openblas_only(const std::vector<int>& sizes, int repeat, bool median) {
+  const char* threads = std::getenv("OPENBLAS_NUM_THREADS");
+  openblas_set_num_threads(threads ? std::max(1, std::atoi(threads)) : 1);
   for (int n : sizes) {
     kiln::Buffer a = random_matrix(n, 1), b = random_matrix(n, 2), c(kiln::DType::kF32, {n, n});
-    double ms = best_ms(
+    auto time = median ? median_ms<std::function<void()>> : best_ms<std::function<void()>>;
+    double ms = time(
         [&] {
           cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.as<float>(), n,
                       b.as<float>(), n, 0.0f, c.as<float>(), n);
@@ -119,7 +137,12 @@ std::vector<double> parse_openblas(const std::string& text, size_t count) {
 int main(int argc, char** argv) {
   std::vector<int> sizes = {512, 1024};
   int repeat = 10;
-  if (argc > 1 && std::strcmp(argv[1], "--openblas-only") == 0) return openblas_only(sizes, repeat);
+  if (argc > 1 && std::strcmp(argv[1], "--openblas-only") == 0)
+    return openblas_only(sizes, repeat, false);
+  // Thread scaling: medians of 20 runs, 1024 only.
+  constexpr int kThreadRuns = 20;
+  if (argc > 1 && std::strcmp(argv[1], "--openblas-threads") == 0)
+    return openblas_only({1024}, kThreadRuns, true);
 
   auto client = kiln::Client::create_cpu(1);
   if (!client.ok()) return 1;
@@ -171,6 +194,40 @@ int main(int argc, char** argv) {
     double best_blas = std::max(blas_default[i], blas_skx[i]);
     std::printf("%-6d %10.1f %10.1f %16.1f %18.1f %13.2fx\n", n, g[0], g[1], blas_default[i],
                 blas_skx[i], best_blas > 0 ? g[0] / best_blas : 0.0);
+  }
+
+  // The same executable at 1 and 2 threads (KILN_NUM_THREADS is read at run time), beside
+  // OpenBLAS at 1 and 2 threads.
+  {
+    int n = 1024;
+    kiln::Buffer a = random_matrix(n, 1), b = random_matrix(n, 2);
+    kiln::CompileOptions options;
+    options.optimization_level = kiln::EffortLevel::kO2;
+    auto exe = (*client)->compile({matmul_module(n), "matmul.mlir"}, options);
+    if (!exe.ok()) {
+      std::fprintf(stderr, "%s\n", exe.status().to_string().c_str());
+      return 1;
+    }
+    double kiln_g[2], blas_g[2];
+    for (int t = 1; t <= 2; ++t) {
+      (void)kiln::config::set("KILN_NUM_THREADS", std::to_string(t));
+      kiln_g[t - 1] = gflops(n, median_ms(
+                                    [&] {
+                                      (void)(*exe)->execute("matmul", {a, b});
+                                    },
+                                    kThreadRuns));
+      blas_g[t - 1] = parse_openblas(
+          run_capture({me, "--openblas-threads"}, {"OPENBLAS_NUM_THREADS=" + std::to_string(t)}),
+          1)[0];
+    }
+    (void)kiln::config::set("KILN_NUM_THREADS", "0");
+    std::printf("\nf32 matmul %d, GFLOP/s by thread count (median of %d)\n", n, kThreadRuns);
+    std::printf("%-8s %10s %10s %16s %16s\n", "threads", "kiln O2", "OpenBLAS", "kiln / OpenBLAS",
+                "kiln / kiln 1T");
+    for (int t = 1; t <= 2; ++t)
+      std::printf("%-8d %10.1f %10.1f %15.2fx %15.2fx\n", t, kiln_g[t - 1], blas_g[t - 1],
+                  blas_g[t - 1] > 0 ? kiln_g[t - 1] / blas_g[t - 1] : 0.0,
+                  kiln_g[t - 1] / kiln_g[0]);
   }
 
   std::printf("\ncompile time per stage (ms) and executable size\n");
