@@ -114,6 +114,34 @@ TEST(OnnxCacheTest, OtherWeightsOfTheSameArchitectureAreAHitWithTheirOwnValues) 
   EXPECT_EQ(std::count(entries.out.begin(), entries.out.end(), '\n'), 1) << entries.out;
 }
 
+// A convolution with more filters than output pixels multiplies by its transposed weights, which
+// the program computes once when it is loaded: from the weights it is loaded with, so a second
+// checkpoint hits the entry and still gets its own results.
+TEST(OnnxCacheTest, WeightsPreparedAtLoadComeFromTheCheckpointBeingRun) {
+  auto loaded = OnnxModel::from_file(model("deep_conv_opset13.onnx"));
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  auto shapes = loaded->resolve_input_shapes({{1, 8, 4, 4}});
+  ASSERT_TRUE(shapes.ok()) << shapes.status().to_string();
+  auto program = compile_onnx_or_get_cached(shared_client(), *loaded, *shapes, CompileOptions());
+  ASSERT_TRUE(program.ok()) << program.status().to_string();
+  bool has_prepare = false;
+  for (const EntryPoint& e : program->executable()->entry_points())
+    has_prepare = has_prepare || e.name == "kiln_prepare";
+  EXPECT_TRUE(has_prepare) << "the transposed weights are not prepared at load";
+
+  TempDir dir;
+  for (std::string name : {"deep_conv", "deep_conv_reseeded"}) {
+    std::string out = dir.file(name + ".npy");
+    ProcessResult r = kiln_run(dir.file("cache"), {model(name + "_opset13.onnx"), "--input",
+                                                   model(name + ".input.npy"), "--output", out});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    if (name == "deep_conv_reseeded") {
+      EXPECT_THAT(r.out, HasSubstr("cache: hit"));
+    }
+    expect_matches_reference(out, model(name + ".expected.npy"));
+  }
+}
+
 // A dynamic batch takes its size from the input; each size is its own program.
 TEST(OnnxCacheTest, DynamicBatchComesFromTheInputAndEachShapeIsItsOwnEntry) {
   TempDir dir;

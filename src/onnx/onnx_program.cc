@@ -186,7 +186,7 @@ Result<ModuleSource> onnx_module_source(const OnnxModel& model,
                             " inputs");
   KILN_ASSIGN_OR_RETURN(std::vector<const Buffer*> statics, static_values_of(model, input_values));
   // The importer's output is part of what this names: bump the version when the lowering changes.
-  std::string identity = "kiln onnx model v4\n" +
+  std::string identity = "kiln onnx model v5\n" +
                          std::string(model.fold_weights() ? "weights folded\n" : "") +
                          "structure " + model.structure_digest() + "\ninput shapes " +
                          shapes_text(input_shapes) + "\n";
@@ -237,11 +237,17 @@ Result<OnnxProgram> compile_onnx_or_get_cached(
   }
   KILN_ASSIGN_OR_RETURN(const EntryPoint* entry, program.executable_->find_entry("main"));
   size_t runtime_inputs = input_shapes.size() - static_count;
-  if (entry->inputs.size() != runtime_inputs + model.weights().size())
+  // Weights re-laid-out for the kernels are computed once, here, by the program's prepare entry.
+  const EntryPoint* prepare = nullptr;
+  for (const EntryPoint& e : program.executable_->entry_points())
+    if (e.name == onnx_import::kPrepareEntry) prepare = &e;
+  size_t prepared = prepare != nullptr ? prepare->outputs.size() : 0;
+  if (entry->inputs.size() != runtime_inputs + model.weights().size() + prepared)
     return internal_error(model.name() + ": the compiled program takes " +
                           std::to_string(entry->inputs.size()) + " arguments, the model has " +
                           std::to_string(runtime_inputs) + " run-time inputs and " +
-                          std::to_string(model.weights().size()) + " bound weights");
+                          std::to_string(model.weights().size()) + " bound weights (and " +
+                          std::to_string(prepared) + " prepared from them)");
   for (size_t k = 0; k < model.weights().size(); ++k) {
     KILN_ASSIGN_OR_RETURN(Buffer weight, model.read_weight(k));
     const TensorType& want = entry->inputs[runtime_inputs + k];
@@ -250,6 +256,18 @@ Result<OnnxProgram> compile_onnx_or_get_cached(
                             weight.type().to_string() + ", the program expects " +
                             want.to_string());
     program.weights_.push_back(std::move(weight));
+  }
+  if (prepare != nullptr) {
+    KILN_ASSIGN_OR_RETURN(std::vector<Buffer> values,
+                          program.executable_->execute(prepare->name, program.weights_));
+    for (size_t k = 0; k < values.size(); ++k) {
+      const TensorType& want = entry->inputs[runtime_inputs + model.weights().size() + k];
+      if (!(values[k].type() == want))
+        return internal_error(model.name() + ": prepared weight " + std::to_string(k) + " is " +
+                              values[k].type().to_string() + ", the program expects " +
+                              want.to_string());
+      program.weights_.push_back(std::move(values[k]));
+    }
   }
   return program;
 }

@@ -294,6 +294,8 @@ class Importer {
         v.shape = shape;
         v.ssa = "%arg" + std::to_string(arguments.size());
         arguments.push_back(v.ssa + ": " + v.type());
+        weight_arguments_.push_back(arguments.back());
+        bound_weight_ssa_.insert(v.ssa);
         values_[init.name()] = v;
       } else {
         values_[init.name()] = tensor_value(init, where, request_.model_directory);
@@ -321,6 +323,7 @@ class Importer {
       if (module_name.size() > 48) break;
     }
     if (module_name != "onnx") module_name.insert(4, "_");
+    for (const Value& p : prepared_) arguments.push_back(p.ssa + ": " + p.type());
     std::ostringstream out;
     out << "module @" << module_name << " {\n  func.func @main(";
     for (size_t k = 0; k < arguments.size(); ++k) out << (k ? ", " : "") << arguments[k];
@@ -330,7 +333,22 @@ class Importer {
     for (size_t k = 0; k < results.size(); ++k) out << (k ? ", " : "") << results[k];
     out << " : ";
     for (size_t k = 0; k < result_types.size(); ++k) out << (k ? ", " : "") << result_types[k];
-    out << "\n  }\n}\n";
+    out << "\n  }\n";
+    if (!prepared_.empty()) {
+      // Run once when the program is loaded, on the bound weights (all of them, in order): its
+      // results are main's last arguments.
+      out << "  func.func @" << kPrepareEntry << "(";
+      for (size_t k = 0; k < weight_arguments_.size(); ++k)
+        out << (k ? ", " : "") << weight_arguments_[k];
+      out << ") -> (";
+      for (size_t k = 0; k < prepared_.size(); ++k) out << (k ? ", " : "") << prepared_[k].type();
+      out << ") {\n" << prepare_body_.str() << "    return ";
+      for (size_t k = 0; k < prepared_.size(); ++k) out << (k ? ", " : "") << prepared_results_[k];
+      out << " : ";
+      for (size_t k = 0; k < prepared_.size(); ++k) out << (k ? ", " : "") << prepared_[k].type();
+      out << "\n  }\n";
+    }
+    out << "}\n";
     return out.str();
   }
 
@@ -2986,11 +3004,37 @@ class Importer {
     line("  linalg.yield " + a + " : " + elem);
     line("} -> " + windows.type());
     Value rows = reshape(windows, {n * oh * ow, c * kh * kw});
-    Value wf = reshape(w, {f, c * kh * kw});
-    Value wt = transpose(wf, {1, 0});
+    Value wt = transposed_weights(w, f, c * kh * kw);
     Value y = matmul(rows, wt);
     Value y4 = reshape(y, {n, oh, ow, f});
     return transpose(y4, {0, 3, 1, 2});
+  }
+
+  // `w` as (F, K) transposed to (K, F). A bound weight is transposed once, when the program is
+  // loaded (in kiln_prepare), never per run; other values here and now.
+  Value transposed_weights(Value& w, int64_t f, int64_t k) {
+    if (w.is_const || bound_weight_ssa_.count(w.ssa) == 0) {
+      Value wf = reshape(w, {f, k});
+      return transpose(wf, {1, 0});
+    }
+    std::string key = w.ssa + " " + std::to_string(f) + "x" + std::to_string(k);
+    auto known = prepared_by_source_.find(key);
+    if (known != prepared_by_source_.end()) return prepared_[known->second];
+    // Emit the transpose into the prepare function's body instead of main's.
+    std::swap(body_, prepare_body_);
+    Value source = w;
+    Value wf = reshape(source, {f, k});
+    Value wt = transpose(wf, {1, 0});
+    std::string result = ssa(wt);
+    std::swap(body_, prepare_body_);
+    Value argument;
+    argument.elem = w.elem;
+    argument.shape = {k, f};
+    argument.ssa = "%prepared" + std::to_string(prepared_.size());
+    prepared_by_source_[key] = prepared_.size();
+    prepared_.push_back(argument);
+    prepared_results_.push_back(result);
+    return argument;
   }
 
   // A depthwise 2-D convolution computed channels-last with the channel loop innermost, so each
@@ -3592,6 +3636,13 @@ class Importer {
   const onnx::NodeProto* node_ = nullptr;
   std::string where_;
   std::ostringstream body_;
+  // Values computed from bound weights alone, once at load (see transposed_weights).
+  std::vector<std::string> weight_arguments_;  // "%argN: type" of each bound weight
+  std::set<std::string> bound_weight_ssa_;
+  std::ostringstream prepare_body_;
+  std::vector<Value> prepared_;                // main's extra arguments
+  std::vector<std::string> prepared_results_;  // their SSA names in the prepare function
+  std::map<std::string, size_t> prepared_by_source_;
   int next_id_ = 0;
 };
 

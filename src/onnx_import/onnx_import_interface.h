@@ -25,9 +25,13 @@ struct ImportRequest {
   bool check_only = false;
 };
 
-// MLIR text: `func.func @main(inputs..., bound weights...) -> (outputs...)`.
+// MLIR text: `func.func @main(inputs..., bound weights..., prepared...) -> (outputs...)`, and when
+// there are prepared values (weights re-laid-out for the kernels, e.g. transposed),
+// `func.func @kiln_prepare(bound weights...) -> (prepared...)`, which the program runs once when it
+// is loaded.
 // Written through `out` (a C-linkage function cannot return a C++ class cleanly).
 using ImportFn = void (*)(const ImportRequest& request, Result<std::string>* out);
 inline constexpr const char* kImportSymbol = "kiln_onnx_import_to_mlir";
+inline constexpr const char* kPrepareEntry = "kiln_prepare";
 
 }  // namespace kiln::onnx_import

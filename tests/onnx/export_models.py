@@ -101,6 +101,17 @@ def extras(out):
     with torch.no_grad():
         np.save(os.path.join(out, "mlp_dynamic.expected.npy"), other(xb).numpy())
     np.save(os.path.join(out, "mlp_dynamic.input.npy"), xb.numpy())
+    # A convolution with more filters than output pixels (kiln transposes its weights once, at
+    # load): two checkpoints of it.
+    xd = torch.rand(1, 8, 4, 4)
+    for seed, name in [(2, "deep_conv"), (3, "deep_conv_reseeded")]:
+        torch.manual_seed(seed)
+        conv = torch.nn.Conv2d(8, 32, 3, stride=2).eval()
+        torch.onnx.export(conv, (xd,), os.path.join(out, name + "_opset13.onnx"), opset_version=13,
+                          input_names=["input"], output_names=["output"])
+        with torch.no_grad():
+            np.save(os.path.join(out, name + ".expected.npy"), conv(xd).numpy())
+        np.save(os.path.join(out, name + ".input.npy"), xd.numpy())
     model = onnx.load(os.path.join(out, "mlp_reseeded_opset13.onnx"))
     os.makedirs(os.path.join(out, "external"), exist_ok=True)
     onnx.save_model(model, os.path.join(out, "external", "mlp_external.onnx"),
