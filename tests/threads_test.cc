@@ -3,6 +3,7 @@
 // workers that sleep when there is nothing to do.
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <chrono>
 #include <cmath>
@@ -199,6 +200,29 @@ TEST_F(ThreadsTest, TheThreadCountIsNotPartOfTheKeyAndBadCountsAreRefused) {
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("KILN_NUM_THREADS"), std::string::npos) << bad.err;
   EXPECT_FALSE(config::set("KILN_NUM_THREADS", "many").ok());
+}
+
+long minor_page_faults() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_minflt;
+}
+
+// Temporaries and results are malloc'd on every run; freed blocks must come back from the heap,
+// not from fresh pages the kernel faults in each time (glibc maps blocks over its mmap threshold).
+TEST_F(ThreadsTest, RepeatedRunsReuseTheirMemoryInsteadOfFaultingItIn) {
+  auto exe = compile_file(program_path(kProgram), EffortLevel::kO2);
+  ASSERT_TRUE(exe.ok()) << exe.status().to_string();
+  ASSERT_TRUE(config::set("KILN_NUM_THREADS", "1").ok());
+  const Case& c = cases()[2];  // map: a 2 MiB result
+  std::vector<Buffer> inputs = inputs_for(c, 5);
+  for (int warm = 0; warm < 3; ++warm) ASSERT_TRUE((*exe)->execute(c.entry, inputs).ok());
+  long before = minor_page_faults();
+  constexpr int kRuns = 10;
+  for (int run = 0; run < kRuns; ++run) ASSERT_TRUE((*exe)->execute(c.entry, inputs).ok());
+  long per_run = (minor_page_faults() - before) / kRuns;
+  // A fresh 2 MiB block would be 512 faults per run.
+  EXPECT_LT(per_run, 64) << per_run << " page faults per run";
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <sched.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -37,7 +38,8 @@ struct Task {
 
 // One mutex and one condition variable for the queue and for every token and group: a thread
 // waiting for its group must also wake when new tasks arrive (it runs them), and tasks are coarse
-// (the compiler sizes them to thousands of operations), so one lock is not contended.
+// (the compiler sizes them to thousands of operations), so one lock is not contended. Waking a
+// sleeping thread costs a system call: only done when one sleeps.
 class Pool {
  public:
   static Pool& get() {
@@ -57,8 +59,9 @@ class Pool {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       queue_.push_back(task);
+      changes_.fetch_add(1, std::memory_order_release);
     }
-    changed_.notify_all();
+    wake_sleepers();
   }
 
   // Runs queued tasks until `done` holds (checked under the lock), sleeping while there are none.
@@ -67,7 +70,7 @@ class Pool {
     std::unique_lock<std::mutex> lock(mutex_);
     while (!done()) {
       if (queue_.empty()) {
-        changed_.wait(lock);
+        wait_for_change(lock);
         continue;
       }
       Task task = queue_.front();
@@ -84,8 +87,9 @@ class Pool {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       change();
+      changes_.fetch_add(1, std::memory_order_release);
     }
-    changed_.notify_all();
+    wake_sleepers();
   }
 
   std::mutex& mutex() { return mutex_; }
@@ -114,7 +118,39 @@ class Pool {
       std::thread([this, i] { work(i); }).detach();
     }
     // Workers beyond the count notice on their next wake-up.
-    if (workers < static_cast<int>(alive_.size())) changed_.notify_all();
+    if (workers < static_cast<int>(alive_.size())) {
+      changes_.fetch_add(1, std::memory_order_release);
+      changed_.notify_all();
+    }
+  }
+
+  void wake_sleepers() {
+    if (sleepers_.load(std::memory_order_acquire) > 0) changed_.notify_all();
+  }
+
+  // With the lock held and nothing to do: watch for a change (a task queued, a token or group
+  // completed) for a moment without the lock, then sleep on the condition variable. The moment
+  // covers the gap between one parallel loop of a run and the next, which is far shorter than a
+  // sleep and a wake-up; after it nothing spins. Returns with the lock held, after a change or a
+  // spurious wake-up (the caller checks again).
+  void wait_for_change(std::unique_lock<std::mutex>& lock) {
+    constexpr auto kWatch = std::chrono::microseconds(100);
+    uint64_t seen = changes_.load(std::memory_order_acquire);
+    lock.unlock();
+    auto until = std::chrono::steady_clock::now() + kWatch;
+    for (int polls = 1; changes_.load(std::memory_order_acquire) == seen; ++polls) {
+      if (polls % 64 == 0 && std::chrono::steady_clock::now() > until) break;
+#if defined(__x86_64__)
+      __builtin_ia32_pause();
+#else
+      std::this_thread::yield();
+#endif
+    }
+    lock.lock();
+    if (changes_.load(std::memory_order_acquire) != seen) return;
+    sleepers_.fetch_add(1, std::memory_order_relaxed);
+    changed_.wait(lock, [&] { return changes_.load(std::memory_order_acquire) != seen; });
+    sleepers_.fetch_sub(1, std::memory_order_relaxed);
   }
 
   void work(int index) {
@@ -125,7 +161,7 @@ class Pool {
         return;
       }
       if (queue_.empty()) {
-        changed_.wait(lock);
+        wait_for_change(lock);
         continue;
       }
       Task task = queue_.front();
@@ -138,6 +174,9 @@ class Pool {
 
   std::mutex mutex_;
   std::condition_variable changed_;
+  // Counts changes (made under the mutex) so waiters can watch for one without taking it.
+  std::atomic<uint64_t> changes_{0};
+  std::atomic<int> sleepers_{0};  // threads asleep on `changed_` (changed under the mutex)
   std::deque<Task> queue_;
   std::vector<bool> alive_;
   int wanted_workers_ = 0;

@@ -102,16 +102,43 @@ __attribute__((visibility("default"))) void memrefCopy(int64_t element_size, Unr
   int64_t total = 1;
   for (int64_t i = 0; i < rank; ++i) total *= sizes[i];
   if (total == 0) return;
-  std::vector<int64_t> index(rank, 0);
+  // Dimensions contiguous in both memrefs merge into one (from the innermost out), so a copy into
+  // a padded buffer or a slice is one memcpy per row rather than one per element.
+  std::vector<int64_t> size, src_stride, dst_stride;
+  for (int64_t i = rank; i-- > 0;) {
+    if (sizes[i] == 1) continue;
+    if (!size.empty() && src_strides[i] == src_stride.back() * size.back() &&
+        dst_strides[i] == dst_stride.back() * size.back()) {
+      size.back() *= sizes[i];
+      continue;
+    }
+    size.push_back(sizes[i]);
+    src_stride.push_back(src_strides[i]);
+    dst_stride.push_back(dst_strides[i]);
+  }
+  if (size.empty()) {  // one element
+    std::memcpy(dst_data, src_data, element_size);
+    return;
+  }
+  // size[0] is now the innermost dimension.
+  int64_t row = 1;
+  if (src_stride[0] == 1 && dst_stride[0] == 1) {
+    row = size[0];
+    size[0] = 1;
+  }
+  int64_t rows = total / row;
+  size_t dims = size.size();
+  std::vector<int64_t> index(dims, 0);
   int64_t src_off = 0, dst_off = 0;
-  for (int64_t n = 0; n < total; ++n) {
-    std::memcpy(dst_data + dst_off * element_size, src_data + src_off * element_size, element_size);
-    for (int64_t i = rank; i-- > 0;) {
-      src_off += src_strides[i];
-      dst_off += dst_strides[i];
-      if (++index[i] < sizes[i]) break;
-      src_off -= src_strides[i] * sizes[i];
-      dst_off -= dst_strides[i] * sizes[i];
+  for (int64_t n = 0; n < rows; ++n) {
+    std::memcpy(dst_data + dst_off * element_size, src_data + src_off * element_size,
+                static_cast<size_t>(row * element_size));
+    for (size_t i = 0; i < dims; ++i) {
+      src_off += src_stride[i];
+      dst_off += dst_stride[i];
+      if (++index[i] < size[i]) break;
+      src_off -= src_stride[i] * size[i];
+      dst_off -= dst_stride[i] * size[i];
       index[i] = 0;
     }
   }
