@@ -7,6 +7,8 @@
 // The pool holds KILN_NUM_THREADS - 1 workers: the thread that runs the program is the last one. It
 // never sits idle while its loop has work: waiting for a group or token, it runs queued tasks
 // itself, and only sleeps (on a condition variable, no spinning) when the queue is empty.
+#include "backend/cpu/async_runtime.h"
+
 #include <sched.h>
 
 #include <atomic>
@@ -19,6 +21,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -73,11 +76,7 @@ class Pool {
         wait_for_change(lock);
         continue;
       }
-      Task task = queue_.front();
-      queue_.pop_front();
-      lock.unlock();
-      task.run();
-      lock.lock();
+      run_front_locked(lock);
     }
   }
 
@@ -90,6 +89,17 @@ class Pool {
       changes_.fetch_add(1, std::memory_order_release);
     }
     wake_sleepers();
+  }
+
+  // Waits until every task that had started when it was called has returned. A task can still be
+  // in its coroutine's last instructions after the run it belongs to has seen it complete: the
+  // code it executes must stay mapped until then.
+  void wait_for_started_tasks() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    uint64_t horizon = next_ticket_;
+    ++quiescers_;
+    changed_.wait(lock, [&] { return running_.empty() || *running_.begin() >= horizon; });
+    --quiescers_;
   }
 
   std::mutex& mutex() { return mutex_; }
@@ -133,6 +143,19 @@ class Pool {
   // covers the gap between one parallel loop of a run and the next, which is far shorter than a
   // sleep and a wake-up; after it nothing spins. Returns with the lock held, after a change or a
   // spurious wake-up (the caller checks again).
+  // With the lock held and the queue not empty: runs its first task without the lock.
+  void run_front_locked(std::unique_lock<std::mutex>& lock) {
+    Task task = queue_.front();
+    queue_.pop_front();
+    uint64_t ticket = next_ticket_++;
+    running_.insert(ticket);
+    lock.unlock();
+    task.run();
+    lock.lock();
+    running_.erase(ticket);
+    if (quiescers_ > 0) changed_.notify_all();
+  }
+
   void wait_for_change(std::unique_lock<std::mutex>& lock) {
     constexpr auto kWatch = std::chrono::microseconds(100);
     uint64_t seen = changes_.load(std::memory_order_acquire);
@@ -164,11 +187,7 @@ class Pool {
         wait_for_change(lock);
         continue;
       }
-      Task task = queue_.front();
-      queue_.pop_front();
-      lock.unlock();
-      task.run();
-      lock.lock();
+      run_front_locked(lock);
     }
   }
 
@@ -177,6 +196,10 @@ class Pool {
   // Counts changes (made under the mutex) so waiters can watch for one without taking it.
   std::atomic<uint64_t> changes_{0};
   std::atomic<int> sleepers_{0};  // threads asleep on `changed_` (changed under the mutex)
+  // Tasks being run, by the ticket each got when it started (guarded by the mutex).
+  uint64_t next_ticket_ = 0;
+  std::set<uint64_t> running_;
+  int quiescers_ = 0;
   std::deque<Task> queue_;
   std::vector<bool> alive_;
   int wanted_workers_ = 0;
@@ -281,6 +304,9 @@ void finish_value(AsyncValue* value, State state) {
 }
 
 }  // namespace
+
+void wait_for_started_tasks() { Pool::get().wait_for_started_tasks(); }
+
 }  // namespace kiln::cpu
 
 using kiln::cpu::AsyncGroup;

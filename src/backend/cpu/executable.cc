@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "backend/cpu/async_runtime.h"
 #include "backend/cpu/checked_alloc.h"
 #include "backend/cpu/compiler_interface.h"
 #include "backend/cpu/elf_check.h"
@@ -207,7 +208,10 @@ extern "C" int64_t kiln_profile_event(const void* site, int64_t kernel, int64_t 
 }
 
 Executable::~Executable() {
-  if (library_handle_ != nullptr) dlclose(library_handle_);
+  if (library_handle_ != nullptr) {
+    cpu::wait_for_started_tasks();
+    dlclose(library_handle_);
+  }
   if (code_fd_ >= 0) close(code_fd_);
 }
 
