@@ -35,10 +35,15 @@ int64_t constant_index(mlir::Value v) {
   return value ? *value : -1;
 }
 
-int64_t trip_count(mlir::Value lower, mlir::Value upper, mlir::Value step) {
+// The loop's trip count when its bounds are constants.
+std::optional<int64_t> static_trip_count(mlir::Value lower, mlir::Value upper, mlir::Value step) {
   int64_t lb = constant_index(lower), ub = constant_index(upper), st = constant_index(step);
-  if (lb < 0 || ub < 0 || st <= 0) return kUnknownTrips;
+  if (lb < 0 || ub < 0 || st <= 0) return std::nullopt;
   return std::max<int64_t>(0, (ub - lb + st - 1) / st);
+}
+
+int64_t trip_count(mlir::Value lower, mlir::Value upper, mlir::Value step) {
+  return static_trip_count(lower, upper, step).value_or(kUnknownTrips);
 }
 
 int64_t saturating_multiply(int64_t a, int64_t b) {
@@ -143,11 +148,10 @@ mlir::scf::ParallelOp to_one_dimension(mlir::scf::ParallelOp loop) {
   constexpr int64_t kEnoughBlocks = 8;
   std::vector<int64_t> trips;
   for (size_t d = 0; d < dims; ++d) {
-    int64_t lb = constant_index(loop.getLowerBound()[d]);
-    int64_t ub = constant_index(loop.getUpperBound()[d]);
-    int64_t st = constant_index(loop.getStep()[d]);
     // Bounds known only at run time: assume plenty.
-    trips.push_back(lb < 0 || ub < 0 || st <= 0 ? int64_t{1} << 30 : (ub - lb + st - 1) / st);
+    trips.push_back(
+        static_trip_count(loop.getLowerBound()[d], loop.getUpperBound()[d], loop.getStep()[d])
+            .value_or(int64_t{1} << 30));
   }
   size_t chosen = 0;
   for (size_t d = 0; d < dims; ++d)
