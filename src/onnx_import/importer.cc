@@ -2946,32 +2946,47 @@ class Importer {
     int64_t kh = w.shape[2], kw = w.shape[3], oh = out_spatial[0], ow = out_spatial[1];
     if (n * oh * ow < f)
       return conv_as_transposed_matmul(padded, w, strides, dilations, out_spatial);
-    std::string elem = padded.elem;
-    // Loops c, kh, kw, n, oh, ow (the columns' layout).
-    Shape columns_shape = {c, kh, kw, n, oh, ow};
-    std::string map = "affine_map<(d0, d1, d2, d3, d4, d5) -> (d3, d0, d4 * " +
-                      std::to_string(strides[0]) + " + d1 * " + std::to_string(dilations[0]) +
-                      ", d5 * " + std::to_string(strides[1]) + " + d2 * " +
-                      std::to_string(dilations[1]) + ")>";
-    Value columns;
-    columns.elem = elem;
-    columns.shape = columns_shape;
-    std::string init = empty(elem, columns_shape);
-    columns.ssa = fresh();
-    line(columns.ssa + " = linalg.generic {indexing_maps = [" + map + ", " +
-         broadcast_map(columns_shape, columns_shape) +
-         "], iterator_types = " + iterators(std::vector<bool>(6, false)) + "} ins(" + ssa(padded) +
-         " : " + padded.type() + ") outs(" + init + " : " + columns.type() + ") {");
-    std::string a = "%b" + std::to_string(next_id_++), b = "%b" + std::to_string(next_id_++);
-    line("^bb0(" + a + ": " + elem + ", " + b + ": " + elem + "):");
-    line("  linalg.yield " + a + " : " + elem);
-    line("} -> " + columns.type());
+    Value columns = gather_windows(padded, kh, kw, strides, dilations, out_spatial, false);
     Value cols = reshape(columns, {c * kh * kw, n * oh * ow});
     Value wf = reshape(w, {f, c * kh * kw});
     Value y = matmul(wf, cols);
     if (n == 1) return reshape(y, {1, f, oh, ow});
     Value y4 = reshape(y, {f, n, oh, ow});
     return transpose(y4, {1, 0, 2, 3});
+  }
+
+  // The input's KHxKW windows, one element per (pixel, tap): laid out (N, OH, OW, C, KH, KW) with
+  // `pixels_first` (a row per output pixel), else (C, KH, KW, N, OH, OW) (a column per pixel).
+  Value gather_windows(Value& padded, int64_t kh, int64_t kw, const Shape& strides,
+                       const Shape& dilations, const Shape& out_spatial, bool pixels_first) {
+    int64_t n = padded.shape[0], c = padded.shape[1], oh = out_spatial[0], ow = out_spatial[1];
+    std::string elem = padded.elem;
+    // Loop positions of n, oh, ow, c, kh, kw.
+    std::vector<int> at =
+        pixels_first ? std::vector<int>{0, 1, 2, 3, 4, 5} : std::vector<int>{3, 4, 5, 0, 1, 2};
+    auto d = [&](int role) { return "d" + std::to_string(at[role]); };
+    Shape shape(6);
+    const int64_t sizes[6] = {n, oh, ow, c, kh, kw};
+    for (int role = 0; role < 6; ++role) shape[at[role]] = sizes[role];
+    std::string map = "affine_map<(d0, d1, d2, d3, d4, d5) -> (" + d(0) + ", " + d(3) + ", " +
+                      d(1) + " * " + std::to_string(strides[0]) + " + " + d(4) + " * " +
+                      std::to_string(dilations[0]) + ", " + d(2) + " * " +
+                      std::to_string(strides[1]) + " + " + d(5) + " * " +
+                      std::to_string(dilations[1]) + ")>";
+    Value windows;
+    windows.elem = elem;
+    windows.shape = shape;
+    std::string init = empty(elem, shape);
+    windows.ssa = fresh();
+    line(windows.ssa + " = linalg.generic {indexing_maps = [" + map + ", " +
+         broadcast_map(shape, shape) +
+         "], iterator_types = " + iterators(std::vector<bool>(6, false)) + "} ins(" + ssa(padded) +
+         " : " + padded.type() + ") outs(" + init + " : " + windows.type() + ") {");
+    std::string a = "%b" + std::to_string(next_id_++), b = "%b" + std::to_string(next_id_++);
+    line("^bb0(" + a + ": " + elem + ", " + b + ": " + elem + "):");
+    line("  linalg.yield " + a + " : " + elem);
+    line("} -> " + windows.type());
+    return windows;
   }
 
   // conv_as_matmul for deep layers, where the output has fewer pixels than there are filters: a
@@ -2983,26 +2998,7 @@ class Importer {
                                   const Shape& dilations, const Shape& out_spatial) {
     int64_t n = padded.shape[0], c = padded.shape[1], f = w.shape[0];
     int64_t kh = w.shape[2], kw = w.shape[3], oh = out_spatial[0], ow = out_spatial[1];
-    std::string elem = padded.elem;
-    // Loops n, oh, ow, c, kh, kw (the rows' layout).
-    Shape rows_shape = {n, oh, ow, c, kh, kw};
-    std::string map = "affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d3, d1 * " +
-                      std::to_string(strides[0]) + " + d4 * " + std::to_string(dilations[0]) +
-                      ", d2 * " + std::to_string(strides[1]) + " + d5 * " +
-                      std::to_string(dilations[1]) + ")>";
-    Value windows;
-    windows.elem = elem;
-    windows.shape = rows_shape;
-    std::string init = empty(elem, rows_shape);
-    windows.ssa = fresh();
-    line(windows.ssa + " = linalg.generic {indexing_maps = [" + map + ", " +
-         broadcast_map(rows_shape, rows_shape) +
-         "], iterator_types = " + iterators(std::vector<bool>(6, false)) + "} ins(" + ssa(padded) +
-         " : " + padded.type() + ") outs(" + init + " : " + windows.type() + ") {");
-    std::string a = "%b" + std::to_string(next_id_++), b = "%b" + std::to_string(next_id_++);
-    line("^bb0(" + a + ": " + elem + ", " + b + ": " + elem + "):");
-    line("  linalg.yield " + a + " : " + elem);
-    line("} -> " + windows.type());
+    Value windows = gather_windows(padded, kh, kw, strides, dilations, out_spatial, true);
     Value rows = reshape(windows, {n * oh * ow, c * kh * kw});
     Value wt = transposed_weights(w, f, c * kh * kw);
     Value y = matmul(rows, wt);

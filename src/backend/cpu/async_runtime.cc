@@ -303,6 +303,21 @@ void finish_value(AsyncValue* value, State state) {
   drop_references(value, 1);
 }
 
+// Queues `task` now, or, while `pending()` holds (checked under the pool's mutex), adds it to
+// `waiting` for whoever completes the object to queue.
+template <typename Pending>
+void execute_when_ready(Pending pending, std::vector<Task>& waiting, Task task) {
+  Pool& pool = Pool::get();
+  {
+    std::lock_guard<std::mutex> lock(pool.mutex());
+    if (pending()) {
+      waiting.push_back(task);
+      return;
+    }
+  }
+  pool.submit(task);
+}
+
 }  // namespace
 
 void wait_for_started_tasks() { Pool::get().wait_for_started_tasks(); }
@@ -403,41 +418,20 @@ KILN_RUNTIME_EXPORT void mlirAsyncRuntimeExecute(void* handle, void (*resume)(vo
 
 KILN_RUNTIME_EXPORT void mlirAsyncRuntimeAwaitTokenAndExecute(AsyncToken* token, void* handle,
                                                               void (*resume)(void*)) {
-  Pool& pool = Pool::get();
-  {
-    std::lock_guard<std::mutex> lock(pool.mutex());
-    if (token->state == State::kPending) {
-      token->waiting_tasks.push_back(Task{handle, resume});
-      return;
-    }
-  }
-  pool.submit(Task{handle, resume});
+  kiln::cpu::execute_when_ready([&] { return token->state == State::kPending; },
+                                token->waiting_tasks, Task{handle, resume});
 }
 
 KILN_RUNTIME_EXPORT void mlirAsyncRuntimeAwaitValueAndExecute(AsyncValue* value, void* handle,
                                                               void (*resume)(void*)) {
-  Pool& pool = Pool::get();
-  {
-    std::lock_guard<std::mutex> lock(pool.mutex());
-    if (value->state == State::kPending) {
-      value->waiting_tasks.push_back(Task{handle, resume});
-      return;
-    }
-  }
-  pool.submit(Task{handle, resume});
+  kiln::cpu::execute_when_ready([&] { return value->state == State::kPending; },
+                                value->waiting_tasks, Task{handle, resume});
 }
 
 KILN_RUNTIME_EXPORT void mlirAsyncRuntimeAwaitAllInGroupAndExecute(AsyncGroup* group, void* handle,
                                                                    void (*resume)(void*)) {
-  Pool& pool = Pool::get();
-  {
-    std::lock_guard<std::mutex> lock(pool.mutex());
-    if (group->pending != 0) {
-      group->waiting_tasks.push_back(Task{handle, resume});
-      return;
-    }
-  }
-  pool.submit(Task{handle, resume});
+  kiln::cpu::execute_when_ready([&] { return group->pending != 0; }, group->waiting_tasks,
+                                Task{handle, resume});
 }
 
 // (The missing 'e' is MLIR's spelling: generated code calls this name.)
