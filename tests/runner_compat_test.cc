@@ -70,7 +70,8 @@ TEST_P(RunnerCompatTest, KilnPrintsWhatMlirRunnerPrints) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Programs, RunnerCompatTest,
-                         ::testing::Values("memrefs.mlir", "tensors.mlir"), [](const auto& info) {
+                         ::testing::Values("memrefs.mlir", "tensors.mlir", "accumulators.mlir"),
+                         [](const auto& info) {
                            return info.param.substr(0, info.param.find('.'));
                          });
 

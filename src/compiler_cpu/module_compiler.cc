@@ -18,6 +18,7 @@
 
 #include "backend/cpu/compiler_interface.h"
 #include "backend/cpu/pipeline.h"
+#include "compiler_cpu/accumulator_hoisting.h"
 #include "compiler_cpu/parallel_loops.h"
 #include "compiler_cpu/pgle_codegen.h"
 #include "compiler_cpu/transform_scripts.h"
@@ -756,7 +757,12 @@ class MlirModuleCompiler : public ModuleCompiler {
       // Each group on its own: one that cannot apply leaves the others' code vectorised.
       for (const TileGroup& group : prepare_contractions(*module))
         apply_optional_transform(module, tile_group_script(group).c_str());
-      if (apply_optional_transform(module, contraction_cleanup_script().c_str())) {
+      bool lowered = apply_optional_transform(module, contraction_cleanup_script().c_str());
+      if (lowered) {
+        hoist_accumulators(*module);
+        lowered = apply_optional_transform(module, contraction_lowering_script().c_str());
+      }
+      if (lowered) {
         guard_masked_rows(*module);
       } else {
         log::info("kiln-tile-and-vectorize did not apply to '" + result.info.module_name +

@@ -312,9 +312,9 @@ std::string tile_group_script(const TileGroup& group) {
 }
 
 std::string contraction_cleanup_script() {
-  // The reduction becomes a contraction lowered to outer products (FMAs); the accumulator's
-  // read/write is hoisted out of the reduction loop so it stays in registers. Hoisting needs the
-  // accumulator addressed on its base buffer (not a subview) and identical index values.
+  // The reduction becomes a contraction; masked transfers of remainder tiles are lowered, and
+  // subviews fold into the transfers' indices so each accumulator is addressed on its base buffer
+  // (what hoist_accumulators needs).
   std::string s = kScriptHead;
   s += R"mlir(
     %funcs = transform.structured.match ops{["func.func"]} in %root
@@ -331,9 +331,18 @@ std::string contraction_cleanup_script() {
       transform.apply_patterns.memref.fold_memref_alias_ops
     } : !transform.any_op
     transform.apply_cse to %funcs : !transform.any_op
-    %hoisted = transform.structured.hoist_redundant_vector_transfers %funcs
+)mlir";
+  return s + kScriptTail;
+}
+
+std::string contraction_lowering_script() {
+  // After the accumulators left their reduction loops: contractions lowered to outer products
+  // (FMAs).
+  std::string s = kScriptHead;
+  s += R"mlir(
+    %funcs = transform.structured.match ops{["func.func"]} in %root
         : (!transform.any_op) -> !transform.any_op
-    transform.apply_patterns to %hoisted {
+    transform.apply_patterns to %funcs {
       transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
       transform.apply_patterns.vector.lower_outerproduct
       transform.apply_patterns.canonicalization

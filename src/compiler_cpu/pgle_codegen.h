@@ -41,8 +41,10 @@ struct TileGroup {
 // need peeling, and returns the groups present.
 std::vector<TileGroup> prepare_contractions(mlir::ModuleOp module);
 std::string tile_group_script(const TileGroup& group);
-// After the groups: contractions to FMAs, accumulators hoisted into registers.
+// After the groups: reductions as contractions, masks lowered, transfers on base buffers; then
+// (after hoist_accumulators) contractions to FMAs.
 std::string contraction_cleanup_script();
+std::string contraction_lowering_script();
 
 // Gives the timing calls bodies that call the runtime through exported slots.
 void add_profile_thunks(llvm::Module& module);

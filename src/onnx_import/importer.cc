@@ -2764,7 +2764,11 @@ class Importer {
   Value gemm() {
     Value a = input(0), b = input(1);
     if (attr_int("transA", 0)) a = transpose(a, {1, 0});
-    if (attr_int("transB", 0)) b = transpose(b, {1, 0});
+    // A classifier's weights come as (out, in) with transB: transposed once, at load.
+    if (attr_int("transB", 0) && b.shape.size() == 2)
+      b = transposed_weights(b, b.shape[0], b.shape[1]);
+    else if (attr_int("transB", 0))
+      b = transpose(b, {1, 0});
     double alpha = attr_float("alpha", 1.0), beta = attr_float("beta", 1.0);
     Value y = matmul(a, b);
     if (alpha != 1.0) {

@@ -1,0 +1,143 @@
+#include "compiler_cpu/accumulator_hoisting.h"
+
+#include <vector>
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace kiln::cpu {
+namespace {
+
+// The buffer a memref value is a view of. Views are listed by op (not by interface: interface and
+// trait ids are not reliable across this hidden-visibility library and libMLIR).
+mlir::Value root_buffer(mlir::Value memref) {
+  while (mlir::Operation* def = memref.getDefiningOp()) {
+    if (!mlir::isa<mlir::memref::SubViewOp, mlir::memref::ExpandShapeOp,
+                   mlir::memref::CollapseShapeOp, mlir::memref::ReinterpretCastOp,
+                   mlir::memref::CastOp, mlir::memref::TransposeOp>(def))
+      break;
+    memref = def->getOperand(0);
+  }
+  return memref;
+}
+
+bool is_fresh_allocation(mlir::Value buffer) {
+  return buffer.getDefiningOp<mlir::memref::AllocOp>() ||
+         buffer.getDefiningOp<mlir::memref::AllocaOp>();
+}
+
+// A buffer that cannot be a view of a fresh allocation: an argument of the function, a global, or
+// another allocation. (A memref from anywhere else might be one.)
+bool is_known_buffer(mlir::Value buffer) {
+  if (auto argument = mlir::dyn_cast<mlir::BlockArgument>(buffer))
+    return mlir::isa<mlir::func::FuncOp>(argument.getOwner()->getParentOp());
+  return is_fresh_allocation(buffer) || buffer.getDefiningOp<mlir::memref::GetGlobalOp>();
+}
+
+// The memref a memory access of a kind kiln's kernels use reads or writes; null for other ops.
+mlir::Value accessed_memref(mlir::Operation* op) {
+  if (auto read = mlir::dyn_cast<mlir::vector::TransferReadOp>(op)) return read.getBase();
+  if (auto write = mlir::dyn_cast<mlir::vector::TransferWriteOp>(op)) return write.getBase();
+  if (auto load = mlir::dyn_cast<mlir::memref::LoadOp>(op)) return load.getMemRef();
+  if (auto store = mlir::dyn_cast<mlir::memref::StoreOp>(op)) return store.getMemRef();
+  if (auto load = mlir::dyn_cast<mlir::vector::LoadOp>(op)) return load.getBase();
+  if (auto store = mlir::dyn_cast<mlir::vector::StoreOp>(op)) return store.getBase();
+  return {};
+}
+
+// Whether `loop` touches `buffer` (or any view of it) only through `read` and `write`, and calls
+// nothing that might.
+bool only_pair_touches(mlir::scf::ForOp loop, mlir::Value buffer, mlir::Operation* read,
+                       mlir::Operation* write) {
+  bool alone = true;
+  loop.getBody()->walk([&](mlir::Operation* op) {
+    if (op == read || op == write) return mlir::WalkResult::advance();
+    if (mlir::isa<mlir::scf::ForOp, mlir::scf::IfOp, mlir::scf::YieldOp>(op))
+      return mlir::WalkResult::advance();  // their bodies are walked op by op
+    if (mlir::Value memref = accessed_memref(op)) {
+      mlir::Value other = root_buffer(memref);
+      if (other != buffer && is_known_buffer(other)) return mlir::WalkResult::advance();
+    } else if (mlir::isMemoryEffectFree(op)) {
+      return mlir::WalkResult::advance();
+    }
+    alone = false;
+    return mlir::WalkResult::interrupt();
+  });
+  return alone;
+}
+
+bool same_place(mlir::vector::TransferReadOp read, mlir::vector::TransferWriteOp write) {
+  return read.getBase() == write.getBase() && read.getIndices() == write.getIndices() &&
+         read.getVectorType() == write.getVectorType() &&
+         read.getPermutationMap() == write.getPermutationMap() && read.getMask() == write.getMask();
+}
+
+struct Pair {
+  mlir::vector::TransferReadOp read;
+  mlir::vector::TransferWriteOp write;
+};
+
+// A read/write pair directly in the loop's body that can move out of it.
+std::optional<Pair> find_pair(mlir::scf::ForOp loop) {
+  mlir::Block* body = loop.getBody();
+  for (auto write : body->getOps<mlir::vector::TransferWriteOp>()) {
+    if (!mlir::isa<mlir::MemRefType>(write.getBase().getType())) continue;
+    mlir::Value buffer = root_buffer(write.getBase());
+    if (!is_fresh_allocation(buffer)) continue;
+    for (auto read : body->getOps<mlir::vector::TransferReadOp>()) {
+      if (!read->isBeforeInBlock(write) || !same_place(read, write)) continue;
+      bool invariant = llvm::all_of(read->getOperands(),
+                                    [&](mlir::Value v) { return loop.isDefinedOutsideOfLoop(v); });
+      if (invariant && only_pair_touches(loop, buffer, read, write)) return Pair{read, write};
+    }
+  }
+  return std::nullopt;
+}
+
+// Index arithmetic that does not change across iterations moves in front of the loop, so the
+// accumulator's indices are visibly invariant.
+void hoist_invariant_arithmetic(mlir::scf::ForOp loop) {
+  // In order, so an op whose operands were just moved can follow them.
+  for (mlir::Operation& op : llvm::make_early_inc_range(loop.getBody()->without_terminator())) {
+    if (op.getNumRegions() != 0 || !mlir::isMemoryEffectFree(&op) || !mlir::isSpeculatable(&op))
+      continue;
+    if (llvm::all_of(op.getOperands(),
+                     [&](mlir::Value v) { return loop.isDefinedOutsideOfLoop(v); }))
+      op.moveBefore(loop);
+  }
+}
+
+// Read before the loop, the tile carried as an iteration value, written after it.
+mlir::scf::ForOp hoist(mlir::scf::ForOp loop, Pair pair, mlir::RewriterBase& rewriter) {
+  pair.read->moveBefore(loop);
+  mlir::Value stored = pair.write.getValueToStore();
+  auto grown = loop.replaceWithAdditionalYields(
+      rewriter, mlir::ValueRange{pair.read.getResult()}, /*replaceInitOperandUsesInLoop=*/true,
+      [&](mlir::OpBuilder&, mlir::Location, llvm::ArrayRef<mlir::BlockArgument>) {
+        return llvm::SmallVector<mlir::Value>{stored};
+      });
+  auto next = mlir::cast<mlir::scf::ForOp>(grown->getOperation());
+  pair.write->moveAfter(next);
+  pair.write.getValueToStoreMutable().assign(next.getResults().back());
+  return next;
+}
+
+}  // namespace
+
+void hoist_accumulators(mlir::ModuleOp module) {
+  // Innermost loops first: a pair moved out of one loop may move out of the next one too.
+  std::vector<mlir::scf::ForOp> loops;
+  module.walk([&](mlir::scf::ForOp loop) { loops.push_back(loop); });
+  mlir::IRRewriter rewriter(module.getContext());
+  for (mlir::scf::ForOp loop : loops) {
+    hoist_invariant_arithmetic(loop);
+    while (std::optional<Pair> pair = find_pair(loop)) loop = hoist(loop, *pair, rewriter);
+  }
+}
+
+}  // namespace kiln::cpu
