@@ -140,6 +140,19 @@ TEST_P(NumericsTest, ElementwiseChain) {
   expect_close(out[0], want, 1e-5);
 }
 
+TEST_P(NumericsTest, BiasAndSiluOverRowsWithRemainders) {
+  Buffer x = random_f32({2, 3, 5, 37}, 21), b = random_f32({3, 1, 1}, 22);
+  auto out = run("bias_activation.mlir", "silu_with_bias", {x, b});
+  ASSERT_EQ(out.size(), 1u);
+  std::vector<double> want(x.element_count());
+  for (int64_t i = 0; i < x.element_count(); ++i) {
+    int64_t channel = (i / (5 * 37)) % 3;
+    double s = double(x.as<float>()[i]) + b.as<float>()[channel];
+    want[i] = s / (1.0 + std::exp(-s));
+  }
+  expect_close(out[0], want, 1e-5);
+}
+
 TEST_P(NumericsTest, DynamicShapes) {
   auto exe = compile_file(program_path("dynamic.mlir"), GetParam());
   ASSERT_TRUE(exe.ok()) << exe.status().to_string();

@@ -19,6 +19,7 @@
 #include "backend/cpu/compiler_interface.h"
 #include "backend/cpu/pipeline.h"
 #include "compiler_cpu/accumulator_hoisting.h"
+#include "compiler_cpu/elementwise_vectorize.h"
 #include "compiler_cpu/parallel_loops.h"
 #include "compiler_cpu/pgle_codegen.h"
 #include "compiler_cpu/transform_scripts.h"
@@ -26,6 +27,7 @@
 #include "kiln/file.h"
 #include "kiln/logging.h"
 #include "llvm/Analysis/TargetLibraryInfo.h"
+#include "llvm/CodeGen/ReplaceWithVeclib.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -487,7 +489,8 @@ void protect_entry_arguments(mlir::ModuleOp module) {
   }
 }
 
-// A reshape of a contiguous buffer is only a new view of the same bytes. Feeding a contraction,
+// A reshape of a contiguous buffer is only a new view of the same bytes. Feeding a contraction
+// or a vectorised elementwise kernel,
 // memref.expand_shape / collapse_shape make memref's alias folding and the greedy driver's
 // dead-code elimination undo each other forever (LLVM 22); the same view as a reinterpret_cast
 // tiles cleanly.
@@ -503,10 +506,11 @@ void reshapes_to_reinterpret_casts(mlir::ModuleOp module) {
     if (!source || !target || !source.hasStaticShape() || !target.hasStaticShape() ||
         !source.getLayout().isIdentity() || !target.getLayout().isIdentity())
       continue;
-    bool feeds_contraction = llvm::any_of(op->getUsers(), [](mlir::Operation* user) {
-      return mlir::isa<mlir::linalg::MatmulOp, mlir::linalg::BatchMatmulOp>(user);
+    bool feeds_vectorized = llvm::any_of(op->getUsers(), [](mlir::Operation* user) {
+      return mlir::isa<mlir::linalg::MatmulOp, mlir::linalg::BatchMatmulOp>(user) ||
+             user->hasAttr(kElementwiseAttr);
     });
-    if (!feeds_contraction) continue;
+    if (!feeds_vectorized) continue;
     llvm::SmallVector<int64_t> strides(target.getRank(), 1);
     for (int64_t d = target.getRank() - 2; d >= 0; --d)
       strides[d] = strides[d + 1] * target.getDimSize(d + 1);
@@ -750,11 +754,15 @@ class MlirModuleCompiler : public ModuleCompiler {
     KILN_RETURN_IF_ERROR(run_passes(*module, pipeline.bufferize_passes, diagnostics));
     dump.mlir("1-bufferized", *module);
     if (pipeline.tile_and_vectorize) {
+      std::set<int> elementwise_ranks;
+      if (pipeline.vectorize_elementwise) elementwise_ranks = prepare_elementwise(*module);
       reshapes_to_reinterpret_casts(*module);
       // Vectorised tiles need the cleanup to lower their masks: if it cannot apply, the whole step
       // is undone and the contractions stay loops.
       mlir::OwningOpRef<mlir::ModuleOp> untiled(module->clone());
       // Each group on its own: one that cannot apply leaves the others' code vectorised.
+      for (int rank : elementwise_ranks)
+        apply_optional_transform(module, elementwise_group_script(rank).c_str());
       for (const TileGroup& group : prepare_contractions(*module))
         apply_optional_transform(module, tile_group_script(group).c_str());
       bool lowered = apply_optional_transform(module, contraction_cleanup_script().c_str());
@@ -1054,6 +1062,13 @@ class MlirModuleCompiler : public ModuleCompiler {
       builder.buildO0DefaultPipeline(llvm::OptimizationLevel::O0).run(module, mam);
     else
       builder.buildPerModuleDefaultPipeline(level).run(module, mam);
+    // Vector math that was vector before LLVM (kiln's vectorised elementwise kernels) calls
+    // libmvec too, instead of being split into one libm call per element.
+    if (opt_level > 0 && uses_libmvec(triple)) {
+      llvm::ModulePassManager veclib;
+      veclib.addPass(llvm::createModuleToFunctionPassAdaptor(llvm::ReplaceWithVeclib()));
+      veclib.run(module, mam);
+    }
   }
 
   std::mutex mutex_;

@@ -26,6 +26,7 @@ Pipeline build_pipeline(EffortLevel level, const std::vector<std::string>& disab
       {"canonicalize", "", false},
   };
   p.tile_and_vectorize = vectorize;
+  p.vectorize_elementwise = vectorize;
   p.lowering_passes = {
       {"buffer-deallocation-pipeline", "", false},
       {"convert-bufferization-to-memref", "", false},
@@ -74,6 +75,7 @@ Pipeline build_pipeline(EffortLevel level, const std::vector<std::string>& disab
   };
   if (named(kVectorizeConvolutionsStep)) p.vectorize_convolutions = false;
   if (named(kTileAndVectorizeStep)) p.tile_and_vectorize = false;
+  if (named(kVectorizeElementwiseStep)) p.vectorize_elementwise = false;
   switch (level) {
     case EffortLevel::kO0:
       p.llvm_opt_level = 0;

@@ -18,6 +18,7 @@ struct PipelineStep {
 // Step names of kiln's own transform-dialect scripts (usable in the disabled-pass list).
 inline constexpr const char* kVectorizeConvolutionsStep = "kiln-vectorize-convolutions";
 inline constexpr const char* kTileAndVectorizeStep = "kiln-tile-and-vectorize";
+inline constexpr const char* kVectorizeElementwiseStep = "kiln-vectorize-elementwise";
 // kiln's own step that runs parallel loops on the thread pool (compiler_cpu/parallel_loops.h).
 inline constexpr const char* kParallelizeStep = "kiln-parallelize";
 
@@ -26,6 +27,7 @@ struct Pipeline {
   bool vectorize_convolutions = false;      // on tensors: decompose to 1-D, vectorise
   std::vector<PipelineStep> bufferize_passes;
   bool tile_and_vectorize = false;            // on buffers: matmul / batch_matmul register tiles
+  bool vectorize_elementwise = false;         // on buffers: elementwise kernels along their rows
   std::vector<PipelineStep> lowering_passes;  // deallocation, loops, LLVM dialect
   int llvm_opt_level = 2;
 };
