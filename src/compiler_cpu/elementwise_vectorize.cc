@@ -56,8 +56,9 @@ bool vectorizes_along_rows(mlir::linalg::GenericOp op) {
   for (mlir::Value v : op->getOperands()) {
     auto shaped = mlir::dyn_cast<mlir::MemRefType>(v.getType());
     // (A 0-d operand's vector read leaves casts the LLVM lowering does not remove.)
+    // Views (a padded buffer's interior) qualify when their rows are contiguous.
     if (!shaped || shaped.getRank() == 0 || !shaped.hasStaticShape() ||
-        !shaped.getLayout().isIdentity())
+        !shaped.isLastDimUnitStride())
       return false;
     if (!shaped.getElementType().isIntOrIndexOrFloat()) return false;
   }

@@ -1027,10 +1027,23 @@ class Importer {
              std::to_string(k) + ": index";
     }
     ++next_id_;
-    std::string c = constant_scalar(v.elem, value);
     Value out;
     out.elem = v.elem;
     out.shape = shape;
+    bool growing_static =
+        std::all_of(v.shape.begin(), v.shape.end(), [](int64_t d) { return d >= 0; });
+    for (size_t k = 0; k < low.size(); ++k) growing_static &= low[k] >= 0 && high[k] >= 0;
+    if (growing_static) {
+      // The padding value everywhere, the input inserted in the middle: bufferisation can then
+      // let the input's producer write straight into the padded buffer (no copy).
+      std::string padded = filled(v.elem, shape, value);
+      out.ssa = fresh();
+      line(out.ssa + " = tensor.insert_slice " + ssa(v) + " into " + padded + "[" + l + "] [" +
+           i64_list(v.shape) + "] [" + i64_list(Shape(v.shape.size(), 1)) + "] : " + v.type() +
+           " into " + out.type());
+      return out;
+    }
+    std::string c = constant_scalar(v.elem, value);
     out.ssa = fresh();
     line(out.ssa + " = tensor.pad " + ssa(v) + " low[" + l + "] high[" + h + "] {");
     line("^bb0(" + idx + "):");
@@ -2952,8 +2965,13 @@ class Importer {
     int64_t kh = w.shape[2], kw = w.shape[3], oh = out_spatial[0], ow = out_spatial[1];
     if (n * oh * ow < f)
       return conv_as_transposed_matmul(padded, w, strides, dilations, out_spatial);
-    Value columns = gather_windows(padded, kh, kw, strides, dilations, out_spatial, false);
-    Value cols = reshape(columns, {c * kh * kw, n * oh * ow});
+    // A pointwise convolution of one image already has its columns: the input itself, (C, H*W).
+    bool pointwise = kh == 1 && kw == 1 && strides[0] == 1 && strides[1] == 1 && n == 1 &&
+                     padded.shape[2] == oh && padded.shape[3] == ow;
+    Value cols =
+        pointwise ? reshape(padded, {c, oh * ow})
+                  : reshape(gather_windows(padded, kh, kw, strides, dilations, out_spatial, false),
+                            {c * kh * kw, n * oh * ow});
     Value wf = reshape(w, {f, c * kh * kw});
     Value y = matmul(wf, cols);
     if (n == 1) return reshape(y, {1, f, oh, ow});

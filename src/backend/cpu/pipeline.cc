@@ -20,6 +20,9 @@ Pipeline build_pipeline(EffortLevel level, const std::vector<std::string>& disab
   p.vectorize_convolutions = vectorize;
   p.bufferize_passes = {
       {"canonicalize", "", false},
+      // A producer whose result is inserted into a bigger tensor (padding) writes into that
+      // tensor's buffer directly instead of a buffer of its own that is then copied.
+      {"eliminate-empty-tensors", "", false},
       {"one-shot-bufferize",
        "{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}",
        false},
