@@ -153,6 +153,27 @@ TEST_P(NumericsTest, BiasAndSiluOverRowsWithRemainders) {
   expect_close(out[0], want, 1e-5);
 }
 
+TEST_P(NumericsTest, TransposesWithPartialTiles) {
+  Buffer x = random_f32({37, 29}, 31);
+  auto swapped = run("transposes.mlir", "swap", {x});
+  ASSERT_EQ(swapped.size(), 1u);
+  ASSERT_EQ(swapped[0].shape(), (std::vector<int64_t>{29, 37}));
+  for (int64_t i = 0; i < 37; ++i)
+    for (int64_t j = 0; j < 29; ++j)
+      ASSERT_EQ(swapped[0].as<float>()[j * 37 + i], x.as<float>()[i * 29 + j]) << i << "," << j;
+
+  Buffer image = random_f32({2, 19, 5, 11}, 32);
+  auto moved = run("transposes.mlir", "channels_last", {image});
+  ASSERT_EQ(moved.size(), 1u);
+  ASSERT_EQ(moved[0].shape(), (std::vector<int64_t>{2, 5, 11, 19}));
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t c = 0; c < 19; ++c)
+      for (int64_t h = 0; h < 5; ++h)
+        for (int64_t w = 0; w < 11; ++w)
+          ASSERT_EQ(moved[0].as<float>()[((n * 5 + h) * 11 + w) * 19 + c],
+                    image.as<float>()[((n * 19 + c) * 5 + h) * 11 + w]);
+}
+
 TEST_P(NumericsTest, DynamicShapes) {
   auto exe = compile_file(program_path("dynamic.mlir"), GetParam());
   ASSERT_TRUE(exe.ok()) << exe.status().to_string();

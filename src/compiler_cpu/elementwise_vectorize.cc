@@ -15,6 +15,10 @@ namespace {
 constexpr int64_t kElementwiseVector = 8;
 // Innermost sizes below this stay scalar loops: a vector would be mostly mask.
 constexpr int64_t kMinRow = 8;
+// Transposes are marked kTransposeGroups + rank * kMaxTransposeRank + (the output dimension the
+// input's rows run along): one script per such shape of tile.
+constexpr int kTransposeGroups = 1000;
+constexpr int kMaxTransposeRank = 8;
 
 // Math functions whose vector form lowers to LLVM intrinsics (and from there to libmvec or
 // instructions). Others (erf, atan...) only lower one element at a time: their kernels stay loops.
@@ -72,27 +76,62 @@ bool vectorizes_along_rows(mlir::linalg::GenericOp op) {
   return plain_arithmetic(op);
 }
 
-std::string sizes_text(int rank, int64_t last) {
+// The output dimension a transpose's input rows run along (the input's innermost dimension),
+// when both that and the output's innermost dimension are long enough for square vector tiles.
+std::optional<int> transpose_tile_dimension(mlir::linalg::TransposeOp op) {
+  auto input = mlir::dyn_cast<mlir::MemRefType>(op.getInput().getType());
+  auto output = mlir::dyn_cast<mlir::MemRefType>(op.getInit().getType());
+  if (!input || !output || !input.hasStaticShape() || !output.hasStaticShape() ||
+      !input.isLastDimUnitStride() || !output.isLastDimUnitStride())
+    return std::nullopt;
+  llvm::ArrayRef<int64_t> perm = op.getPermutation();
+  int rank = static_cast<int>(perm.size());
+  if (rank < 2 || rank > kMaxTransposeRank) return std::nullopt;
+  int along = -1;
+  for (int d = 0; d < rank; ++d)
+    if (perm[d] == rank - 1) along = d;
+  if (along < 0 || along == rank - 1) return std::nullopt;  // rows stay rows: not a transpose
+  if (output.getDimSize(along) < kElementwiseVector ||
+      output.getDimSize(rank - 1) < kElementwiseVector)
+    return std::nullopt;
+  return along;
+}
+
+std::string tile_sizes_text(int rank, int square_dimension) {
   std::string out = "[";
-  for (int d = 0; d < rank; ++d) out += (d ? ", " : "") + std::to_string(d + 1 == rank ? last : 1);
+  for (int d = 0; d < rank; ++d)
+    out += (d ? ", " : "") +
+           std::to_string(d + 1 == rank || d == square_dimension ? kElementwiseVector : 1);
   return out + "]";
 }
 
 }  // namespace
 
 std::set<int> prepare_elementwise(mlir::ModuleOp module) {
-  std::set<int> ranks;
+  std::set<int> groups;
   mlir::Builder b(module.getContext());
   module.walk([&](mlir::linalg::GenericOp op) {
     if (!vectorizes_along_rows(op)) return;
     int rank = static_cast<int>(op.getNumLoops());
     op->setAttr(kElementwiseAttr, b.getI64IntegerAttr(rank));
-    ranks.insert(rank);
+    groups.insert(rank);
   });
-  return ranks;
+  module.walk([&](mlir::linalg::TransposeOp op) {
+    std::optional<int> along = transpose_tile_dimension(op);
+    if (!along) return;
+    int rank = static_cast<int>(op.getPermutation().size());
+    int group = kTransposeGroups + rank * kMaxTransposeRank + *along;
+    op->setAttr(kElementwiseAttr, b.getI64IntegerAttr(group));
+    groups.insert(group);
+  });
+  return groups;
 }
 
-std::string elementwise_group_script(int rank) {
+std::string elementwise_group_script(int group) {
+  bool transpose = group >= kTransposeGroups;
+  int rank = transpose ? (group - kTransposeGroups) / kMaxTransposeRank : group;
+  int square = transpose ? (group - kTransposeGroups) % kMaxTransposeRank : -1;
+  std::string sizes = tile_sizes_text(rank, square);
   std::string any = "!transform.any_op";
   std::string results = "(" + any;
   for (int d = 0; d < rank; ++d) results += ", " + any;
@@ -101,18 +140,18 @@ std::string elementwise_group_script(int rank) {
 module attributes {transform.with_named_sequence} {
   transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
 )mlir";
-  s += "    %op = transform.structured.match ops{[\"linalg.generic\"]} attributes{" +
-       std::string(kElementwiseAttr) + " = " + std::to_string(rank) +
+  s += "    %op = transform.structured.match ops{[\"" +
+       std::string(transpose ? "linalg.transpose" : "linalg.generic") + "\"]} attributes{" +
+       std::string(kElementwiseAttr) + " = " + std::to_string(group) +
        " : i64} in %root : (!transform.any_op) -> !transform.any_op\n";
   s += "    %tile, %loops:" + std::to_string(rank) +
-       " = transform.structured.tile_using_for %op tile_sizes " +
-       sizes_text(rank, kElementwiseVector) + " : (!transform.any_op) -> " + results + "\n";
+       " = transform.structured.tile_using_for %op tile_sizes " + sizes +
+       " : (!transform.any_op) -> " + results + "\n";
   // Tiles of an elementwise kernel write disjoint blocks: any of its loops may run in parallel.
   for (int d = 0; d < rank; ++d)
     s += "    transform.annotate %loops#" + std::to_string(d) + " \"" + kParallelLoopAttr +
          "\" : !transform.any_op\n";
-  s += "    transform.structured.vectorize %tile vector_sizes " +
-       sizes_text(rank, kElementwiseVector) + " : !transform.any_op\n";
+  s += "    transform.structured.vectorize %tile vector_sizes " + sizes + " : !transform.any_op\n";
   s += R"mlir(    transform.yield
   }
 }

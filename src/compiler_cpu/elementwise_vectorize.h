@@ -27,6 +27,6 @@ std::set<int> prepare_elementwise(mlir::ModuleOp module);
 // Tiles the marked generics of one rank to 1 x ... x 1 x kElementwiseVector, marks the tile loops
 // parallel (disjoint output blocks) and vectorises each tile (masked where the innermost size is
 // not a multiple of the vector).
-std::string elementwise_group_script(int rank);
+std::string elementwise_group_script(int group);
 
 }  // namespace kiln::cpu

@@ -834,6 +834,53 @@ class Importer {
     return out;
   }
 
+  // The same transpose on fewer dimensions, when some are 1 or stay next to each other (NCHW to
+  // NHWC of one image is (C, H*W) to (H*W, C)): long rows for the kernel, and a copy when nothing
+  // really moves. Static shapes only; nullopt when nothing merges.
+  std::optional<Value> transpose_merged(Value& v, const std::vector<int64_t>& perm,
+                                        const Shape& out_shape) {
+    for (int64_t d : v.shape)
+      if (d < 0) return std::nullopt;
+    // Output order of the input dimensions that are not 1.
+    std::vector<int64_t> order;
+    for (int64_t p : perm)
+      if (v.shape[p] != 1) order.push_back(p);
+    // Runs of input dimensions that stay adjacent and in order.
+    std::vector<std::vector<int64_t>> runs;
+    for (int64_t p : order) {
+      if (!runs.empty()) {
+        int64_t last = runs.back().back(), next = last + 1;
+        while (next < int64_t(v.shape.size()) && v.shape[next] == 1) ++next;
+        if (next == p) {
+          runs.back().push_back(p);
+          continue;
+        }
+      }
+      runs.push_back({p});
+    }
+    if (runs.size() == perm.size()) return std::nullopt;  // nothing merged
+    if (runs.size() <= 1) return reshape(v, out_shape);   // only the order of 1s changes
+    // Collapsed input: the runs in input order; the collapsed permutation maps output runs to it.
+    std::vector<size_t> by_input(runs.size());
+    for (size_t r = 0; r < runs.size(); ++r) by_input[r] = r;
+    std::sort(by_input.begin(), by_input.end(),
+              [&](size_t a, size_t b) { return runs[a][0] < runs[b][0]; });
+    Shape in_shape;
+    for (size_t r : by_input) {
+      int64_t size = 1;
+      for (int64_t d : runs[r]) size *= v.shape[d];
+      in_shape.push_back(size);
+    }
+    std::vector<int64_t> merged_perm(runs.size());
+    for (size_t r = 0; r < runs.size(); ++r) {
+      size_t position = std::find(by_input.begin(), by_input.end(), r) - by_input.begin();
+      merged_perm[r] = int64_t(position);
+    }
+    Value collapsed = reshape(v, in_shape);
+    Value moved = transpose(collapsed, merged_perm);
+    return reshape(moved, out_shape);
+  }
+
   Value transpose(Value& v, const std::vector<int64_t>& perm) {
     Shape shape;
     for (int64_t p : perm) shape.push_back(v.shape[p]);
@@ -867,6 +914,7 @@ class Importer {
       }
       return c;
     }
+    if (std::optional<Value> merged = transpose_merged(v, perm, shape)) return *merged;
     std::string init = empty(v.elem, shape);
     Value out;
     out.elem = v.elem;
