@@ -61,6 +61,14 @@ TEST_P(NumericsTest, MatmulWhoseResultIsReshaped) {
   expect_close(out[0], matmul_reference(a, b, 70, 300, 150), 1e-4);
 }
 
+TEST_P(NumericsTest, MatmulWithOneReductionBlock) {
+  Buffer a = random_f32({70, 20}, 13), b = random_f32({20, 150}, 14);
+  auto out = run("matmul_reshaped.mlir", "short_reduction", {a, b});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].shape(), (std::vector<int64_t>{7, 10, 150}));
+  expect_close(out[0], matmul_reference(a, b, 70, 20, 150), 1e-4);
+}
+
 TEST_P(NumericsTest, TosaMlp) {
   Buffer x = random_f32({1, 8, 64}, 3), w1 = random_f32({1, 64, 128}, 4),
          b1 = random_f32({1, 1, 128}, 5), w2 = random_f32({1, 128, 10}, 6),

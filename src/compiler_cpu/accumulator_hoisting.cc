@@ -1,8 +1,10 @@
 #include "compiler_cpu/accumulator_hoisting.h"
 
+#include <set>
 #include <vector>
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -137,6 +139,128 @@ void hoist_accumulators(mlir::ModuleOp module) {
   for (mlir::scf::ForOp loop : loops) {
     hoist_invariant_arithmetic(loop);
     while (std::optional<Pair> pair = find_pair(loop)) loop = hoist(loop, *pair, rewriter);
+  }
+}
+
+namespace {
+
+constexpr const char* kAbsorbableAttr = "kiln.absorbable_fill";
+
+// Whether `value` is computed from `iv` (through ops, not through memory).
+bool depends_on(mlir::Value value, mlir::Value iv, int depth = 0) {
+  if (value == iv) return true;
+  mlir::Operation* def = value.getDefiningOp();
+  if (def == nullptr || depth > 16) return false;
+  for (mlir::Value operand : def->getOperands())
+    if (depends_on(operand, iv, depth + 1)) return true;
+  return false;
+}
+
+// Every loop from `read` up to `top` moves the place it reads: each element is read once.
+bool read_once(mlir::vector::TransferReadOp read, mlir::Operation* top) {
+  for (mlir::Operation* at = read->getParentOp(); at != nullptr; at = at->getParentOp()) {
+    auto loop = mlir::dyn_cast<mlir::scf::ForOp>(at);
+    if (!loop) {
+      if (!mlir::isa<mlir::scf::IfOp>(at)) return false;
+    } else if (!llvm::any_of(read.getIndices(), [&](mlir::Value index) {
+                 return depends_on(index, loop.getInductionVar());
+               })) {
+      return false;
+    }
+    if (at == top) return true;
+  }
+  return false;
+}
+
+bool touches(mlir::Operation* op, mlir::Value buffer) {
+  bool found = false;
+  op->walk([&](mlir::Operation* inner) {
+    for (mlir::Value operand : inner->getOperands())
+      if (mlir::isa<mlir::MemRefType>(operand.getType()) && root_buffer(operand) == buffer)
+        found = true;
+    return found ? mlir::WalkResult::interrupt() : mlir::WalkResult::advance();
+  });
+  return found;
+}
+
+// The loop nest a marked fill's contraction became, when the fill can go: every access to the
+// buffer in it is a vector transfer, and every read reads its place once (so it reads the fill's
+// value). Null otherwise.
+mlir::scf::ForOp absorbing_nest(mlir::linalg::FillOp fill, mlir::Value buffer) {
+  mlir::Operation* next = fill->getNextNode();
+  while (next != nullptr && !touches(next, buffer)) next = next->getNextNode();
+  auto nest = mlir::dyn_cast_or_null<mlir::scf::ForOp>(next);
+  if (!nest) return {};
+  // The whole contraction must be this nest: the next op to touch the buffer is a consumer (a
+  // view, a kernel, a return), not more loops or tiles (a remainder left outside the nest when
+  // single-trip loops fold away).
+  mlir::Operation* after = nest->getNextNode();
+  while (after != nullptr && !touches(after, buffer)) after = after->getNextNode();
+  if (after != nullptr &&
+      (after->getNumRegions() != 0 ||
+       mlir::isa<mlir::vector::TransferReadOp, mlir::vector::TransferWriteOp>(after)))
+    return {};
+  bool ok = true;
+  nest->walk([&](mlir::Operation* op) {
+    mlir::Value memref = accessed_memref(op);
+    if (!memref) {
+      // Any other op handing the buffer on (a view, a call) hides accesses.
+      for (mlir::Value operand : op->getOperands())
+        if (mlir::isa<mlir::MemRefType>(operand.getType()) && root_buffer(operand) == buffer &&
+            !mlir::isa<mlir::memref::SubViewOp, mlir::memref::ReinterpretCastOp>(op))
+          ok = false;
+      return;
+    }
+    if (root_buffer(memref) != buffer) return;
+    if (auto read = mlir::dyn_cast<mlir::vector::TransferReadOp>(op))
+      ok &= read_once(read, nest);
+    else
+      ok &= mlir::isa<mlir::vector::TransferWriteOp>(op);
+  });
+  return ok ? nest : mlir::scf::ForOp();
+}
+
+}  // namespace
+
+void mark_absorbable_fills(mlir::ModuleOp module) {
+  mlir::Builder b(module.getContext());
+  module.walk([&](mlir::Operation* op) {
+    if (!mlir::isa<mlir::linalg::MatmulOp, mlir::linalg::BatchMatmulOp>(op)) return;
+    auto linalg_op = mlir::cast<mlir::linalg::LinalgOp>(op);
+    mlir::Value out = linalg_op.getDpsInitOperand(0)->get();
+    if (!out.getDefiningOp<mlir::memref::AllocOp>()) return;
+    // No reduction step at all would leave the buffer unwritten.
+    auto lhs = mlir::dyn_cast<mlir::MemRefType>(op->getOperand(0).getType());
+    if (!lhs || !lhs.hasStaticShape() || lhs.getShape().back() < 1) return;
+    auto fill = mlir::dyn_cast_or_null<mlir::linalg::FillOp>(op->getPrevNode());
+    if (!fill || fill.getDpsInitOperand(0)->get() != out) return;
+    fill->setAttr(kAbsorbableAttr, b.getUnitAttr());
+  });
+}
+
+void absorb_fills(mlir::ModuleOp module) {
+  std::vector<mlir::linalg::FillOp> fills;
+  module.walk([&](mlir::linalg::FillOp fill) {
+    if (fill->hasAttr(kAbsorbableAttr)) fills.push_back(fill);
+  });
+  for (mlir::linalg::FillOp fill : fills) {
+    fill->removeAttr(kAbsorbableAttr);
+    mlir::Value buffer = fill.getDpsInitOperand(0)->get();
+    mlir::scf::ForOp nest = absorbing_nest(fill, buffer);
+    if (!nest) continue;
+    mlir::Value value = fill.getDpsInputOperand(0)->get();
+    std::vector<mlir::vector::TransferReadOp> reads;
+    nest->walk([&](mlir::vector::TransferReadOp read) {
+      if (root_buffer(read.getBase()) == buffer) reads.push_back(read);
+    });
+    for (mlir::vector::TransferReadOp read : reads) {
+      mlir::OpBuilder b(read);
+      mlir::Value splat =
+          mlir::vector::BroadcastOp::create(b, read.getLoc(), read.getVectorType(), value);
+      read.getResult().replaceAllUsesWith(splat);
+      read->erase();
+    }
+    fill->erase();
   }
 }
 

@@ -17,4 +17,13 @@ namespace kiln::cpu {
 // to NCHW after the product): without this step such contractions ran 2-3x slower.
 void hoist_accumulators(mlir::ModuleOp module);
 
+// A contraction's output filled with a value just before it (zeros, for a product) costs a pass
+// over memory the product then reads back. Before tiling, mark_absorbable_fills marks such fills
+// (the contraction writes the whole buffer and has a reduction of at least one step); after
+// tiling and hoist_accumulators, absorb_fills drops each marked fill whose contraction reads
+// every place of its buffer exactly once (a single reduction block: no loop revisits a tile),
+// the reads replaced by the fill's value.
+void mark_absorbable_fills(mlir::ModuleOp module);
+void absorb_fills(mlir::ModuleOp module);
+
 }  // namespace kiln::cpu

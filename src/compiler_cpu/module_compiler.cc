@@ -757,6 +757,7 @@ class MlirModuleCompiler : public ModuleCompiler {
       std::set<int> elementwise_ranks;
       if (pipeline.vectorize_elementwise) elementwise_ranks = prepare_elementwise(*module);
       reshapes_to_reinterpret_casts(*module);
+      mark_absorbable_fills(*module);
       // Vectorised tiles need the cleanup to lower their masks: if it cannot apply, the whole step
       // is undone and the contractions stay loops.
       mlir::OwningOpRef<mlir::ModuleOp> untiled(module->clone());
@@ -768,6 +769,7 @@ class MlirModuleCompiler : public ModuleCompiler {
       bool lowered = apply_optional_transform(module, contraction_cleanup_script().c_str());
       if (lowered) {
         hoist_accumulators(*module);
+        absorb_fills(*module);
         lowered = apply_optional_transform(module, contraction_lowering_script().c_str());
       }
       if (lowered) {
