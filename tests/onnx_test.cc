@@ -386,6 +386,16 @@ TEST(OnnxModelsTest, RepeatReportsMedianAndMinimum) {
   EXPECT_LE(json["timings_ms"]["run_min"].get<double>(),
             json["timings_ms"]["run_median"].get<double>());
   EXPECT_EQ(json["outputs"][0]["shape"], nlohmann::json({1, 10}));
+  // The process's peak resident memory: at least the model's weights, far below a gigabyte for
+  // this small MLP.
+  double peak = json["peak_memory_mib"].get<double>();
+  EXPECT_GT(peak, 1.0);
+  EXPECT_LT(peak, 1024.0);
+
+  ProcessResult text =
+      kiln_run(dir.file("cache"), {model("mlp_opset13.onnx"), "--fill", "ones", "--repeat", "3"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("memory: peak "));
 }
 
 }  // namespace

@@ -1,6 +1,5 @@
 #include "compiler_cpu/accumulator_hoisting.h"
 
-#include <set>
 #include <vector>
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -1,4 +1,6 @@
 // The kiln command line: run, compile, devices, version.
+#include <sys/resource.h>
+
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
@@ -30,6 +32,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Prints an error the way compilers do; messages that already carry "error:" print as they are.
+// The process's peak resident memory so far (compile, load and runs), in MiB.
+double peak_memory_mib() {
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return double(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
 int fail(const kiln::Status& status) {
   std::string message = status.message();
   if (message.find("error:") == std::string::npos) message = "kiln: error: " + message;
@@ -444,6 +453,7 @@ int run_onnx(const RunArgs& args, const kiln::Client& client, const kiln::Compil
                          {"run", run_ms[0]},
                          {"run_median", run_median},
                          {"run_min", run_min}};
+    out["peak_memory_mib"] = peak_memory_mib();
     nlohmann::json outputs = nlohmann::json::array();
     for (size_t i = 0; i < results.size(); ++i) {
       std::vector<double> head;
@@ -481,7 +491,7 @@ int run_onnx(const RunArgs& args, const kiln::Client& client, const kiln::Compil
   std::printf("load %.2f ms, run %.3f ms", exe->load_ms(), run_ms[0]);
   if (args.repeat > 1)
     std::printf(" (%d runs: median %.3f ms, min %.3f ms)", args.repeat, run_median, run_min);
-  std::printf("\n");
+  std::printf("\nmemory: peak %.1f MiB resident (this process)\n", peak_memory_mib());
   return 0;
 }
 
@@ -605,6 +615,7 @@ int run_command(const RunArgs& args) {
                          {"codegen", compiled_now ? t.codegen_ms : 0},
                          {"load", (*exe)->load_ms()},
                          {"run", first_run_ms}};
+    out["peak_memory_mib"] = peak_memory_mib();
     nlohmann::json outputs = nlohmann::json::array();
     for (const auto& r : results) {
       std::vector<double> head;
@@ -634,7 +645,7 @@ int run_command(const RunArgs& args) {
         t.parse_ms, t.passes_ms, t.llvm_ms, t.codegen_ms, (*exe)->load_ms(), first_run_ms);
   }
   if (args.repeat > 1) std::printf(" (best of %d: %.3f ms)", args.repeat, best_run_ms);
-  std::printf("\n");
+  std::printf("\nmemory: peak %.1f MiB resident (this process)\n", peak_memory_mib());
   return 0;
 }
 
