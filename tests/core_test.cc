@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <regex>
 
 #include "backend/cpu/pipeline.h"
 #include "compile/text_canonical.h"
@@ -199,6 +200,10 @@ TEST(ClientTest, DevicesAndPlatformVersion) {
   EXPECT_NE(pv.find(std::string("llvm ") + llvm_version()), std::string::npos);
   EXPECT_NE(pv.find(std::string("kiln ") + kiln_version()), std::string::npos);
   EXPECT_NE(pv.find("x86_64"), std::string::npos);
+  // A digest of the code-generating sources: a build that generates different code has another
+  // platform version, so none of its cache entries are served to this one (or back).
+  std::smatch digest;
+  EXPECT_TRUE(std::regex_search(pv, digest, std::regex("code generation [0-9a-f]{16}"))) << pv;
 }
 
 TEST(ClientTest, DeviceCountFromEnvironment) {

@@ -21,6 +21,7 @@
 #include "kiln/file.h"
 #include "kiln/logging.h"
 #include "kiln_build_info.h"
+#include "kiln_compiler_fingerprint.h"
 
 namespace kiln {
 namespace {
@@ -91,8 +92,8 @@ Result<cpu::ModuleCompiler*> module_compiler() {
 
 std::string describe_platform(const std::string& triple, const std::string& cpu,
                               const std::string& features) {
-  return std::string("kiln ") + KILN_VERSION + "; llvm " + KILN_LLVM_VERSION + "; " + triple +
-         "; " + cpu + "; " + features;
+  return std::string("kiln ") + KILN_VERSION + " (code generation " + KILN_COMPILER_FINGERPRINT +
+         "); llvm " + KILN_LLVM_VERSION + "; " + triple + "; " + cpu + "; " + features;
 }
 
 // This host in LLVM's terms, without loading LLVM on the hit path: LLVM's answer is kept in
