@@ -59,8 +59,8 @@ bool vectorizes_along_rows(mlir::linalg::GenericOp op) {
   if (op.getNumReductionLoops() != 0) return false;
   for (mlir::Value v : op->getOperands()) {
     auto shaped = mlir::dyn_cast<mlir::MemRefType>(v.getType());
-    // (A 0-d operand's vector read leaves casts the LLVM lowering does not remove.)
-    // Views (a padded buffer's interior) qualify when their rows are contiguous.
+    // Views (a padded buffer's interior) qualify when their rows are contiguous. (A 0-d
+    // operand's vector read leaves casts the LLVM lowering does not remove.)
     if (!shaped || shaped.getRank() == 0 || !shaped.hasStaticShape() ||
         !shaped.isLastDimUnitStride())
       return false;

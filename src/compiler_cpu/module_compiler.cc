@@ -489,11 +489,10 @@ void protect_entry_arguments(mlir::ModuleOp module) {
   }
 }
 
-// A reshape of a contiguous buffer is only a new view of the same bytes. Feeding a contraction
-// or a vectorised elementwise kernel,
-// memref.expand_shape / collapse_shape make memref's alias folding and the greedy driver's
-// dead-code elimination undo each other forever (LLVM 22); the same view as a reinterpret_cast
-// tiles cleanly.
+// A reshape of a contiguous buffer is only a new view of the same bytes. Feeding a contraction or
+// a kernel kiln vectorises, memref.expand_shape / collapse_shape make memref's alias folding and
+// the greedy driver's dead-code elimination undo each other forever (LLVM 22); the same view as a
+// reinterpret_cast tiles cleanly.
 void reshapes_to_reinterpret_casts(mlir::ModuleOp module) {
   std::vector<mlir::Operation*> reshapes;
   module.walk([&](mlir::Operation* op) {
@@ -754,16 +753,16 @@ class MlirModuleCompiler : public ModuleCompiler {
     KILN_RETURN_IF_ERROR(run_passes(*module, pipeline.bufferize_passes, diagnostics));
     dump.mlir("1-bufferized", *module);
     if (pipeline.tile_and_vectorize) {
-      std::set<int> elementwise_ranks;
-      if (pipeline.vectorize_elementwise) elementwise_ranks = prepare_elementwise(*module);
+      std::set<int> elementwise_groups;
+      if (pipeline.vectorize_elementwise) elementwise_groups = prepare_elementwise(*module);
       reshapes_to_reinterpret_casts(*module);
       mark_absorbable_fills(*module);
       // Vectorised tiles need the cleanup to lower their masks: if it cannot apply, the whole step
       // is undone and the contractions stay loops.
       mlir::OwningOpRef<mlir::ModuleOp> untiled(module->clone());
       // Each group on its own: one that cannot apply leaves the others' code vectorised.
-      for (int rank : elementwise_ranks)
-        apply_optional_transform(module, elementwise_group_script(rank).c_str());
+      for (int group : elementwise_groups)
+        apply_optional_transform(module, elementwise_group_script(group).c_str());
       for (const TileGroup& group : prepare_contractions(*module))
         apply_optional_transform(module, tile_group_script(group).c_str());
       bool lowered = apply_optional_transform(module, contraction_cleanup_script().c_str());
