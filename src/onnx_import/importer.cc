@@ -1082,13 +1082,36 @@ class Importer {
         std::all_of(v.shape.begin(), v.shape.end(), [](int64_t d) { return d >= 0; });
     for (size_t k = 0; k < low.size(); ++k) growing_static &= low[k] >= 0 && high[k] >= 0;
     if (growing_static) {
-      // The padding value everywhere, the input inserted in the middle: bufferisation can then
-      // let the input's producer write straight into the padded buffer (no copy).
-      std::string padded = filled(v.elem, shape, value);
+      // The padding value written on the border only, the input inserted in the middle:
+      // bufferisation lets the input's producer write straight into the padded buffer (no copy),
+      // and no pass over the whole buffer fills what the input then overwrites.
+      std::string padded = empty(v.elem, shape);
+      size_t rank = shape.size();
+      // Each border cell belongs to the first dimension where it lies outside the input: the
+      // dimensions before that one span the input, the ones after it the whole padded extent.
+      for (size_t k = 0; k < rank; ++k) {
+        for (bool high_side : {false, true}) {
+          int64_t width = high_side ? high[k] : low[k];
+          if (width == 0) continue;
+          Shape offsets(rank, 0), sizes(rank);
+          for (size_t j = 0; j < rank; ++j) {
+            offsets[j] = j < k ? low[j] : 0;
+            sizes[j] = j < k ? v.shape[j] : shape[j];
+          }
+          offsets[k] = high_side ? low[k] + v.shape[k] : 0;
+          sizes[k] = width;
+          std::string strip = filled(v.elem, sizes, value);
+          std::string next = fresh();
+          line(next + " = tensor.insert_slice " + strip + " into " + padded + "[" +
+               i64_list(offsets) + "] [" + i64_list(sizes) + "] [" + i64_list(Shape(rank, 1)) +
+               "] : " + tensor_type(v.elem, sizes) + " into " + out.type());
+          padded = next;
+        }
+      }
       out.ssa = fresh();
       line(out.ssa + " = tensor.insert_slice " + ssa(v) + " into " + padded + "[" + l + "] [" +
-           i64_list(v.shape) + "] [" + i64_list(Shape(v.shape.size(), 1)) + "] : " + v.type() +
-           " into " + out.type());
+           i64_list(v.shape) + "] [" + i64_list(Shape(rank, 1)) + "] : " + v.type() + " into " +
+           out.type());
       return out;
     }
     std::string c = constant_scalar(v.elem, value);
