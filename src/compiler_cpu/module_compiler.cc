@@ -408,7 +408,7 @@ Status add_packed_entries(llvm::Module& module, const std::vector<EntryPoint>& e
 }
 
 // Kernels PGLE found cold are compiled with LLVM's O1 pipeline and fast instruction selection.
-constexpr int kColdOptLevel = 0;
+constexpr int kColdOptLevel = 1;
 
 // What PGLE asks of this compile: a first pass (instrumented, rotating candidates) or a recompile
 // with a measured profile. A profile that does not decode is refused loudly and the plain build is
