@@ -3393,7 +3393,28 @@ class Importer {
     bool f = is_float_type(elem);
     std::string combine =
         is_max ? (f ? "arith.maximumf" : "arith.maxsi") : (f ? "arith.addf" : "arith.addi");
-    if (spatial == 2) {
+    if (spatial == 2 && is_max && f) {
+      // Loops n, c, oh, kh, kw, ow: the output column loop innermost, so each window tap is one
+      // pass along a row (vectorised), instead of linalg's pooling order with the 3-long tap
+      // loops innermost (scalar: squeezenet's three max pools were 18% of its time).
+      std::string head = "affine_map<(d0, d1, d2, d3, d4, d5) -> (";
+      std::string xmap = head + "d0, d1, d2 * " + std::to_string(win.strides[0]) + " + d3 * " +
+                         std::to_string(win.dilations[0]) + ", d5 * " +
+                         std::to_string(win.strides[1]) + " + d4 * " +
+                         std::to_string(win.dilations[1]) + ")>";
+      std::string wmap = head + "d3, d4)>", ymap = head + "d0, d1, d2, d5)>";
+      std::string window_t = empty(elem, win.kernel);
+      line(y.ssa + " = linalg.generic {indexing_maps = [" + xmap + ", " + wmap + ", " + ymap +
+           "], iterator_types = [\"parallel\", \"parallel\", \"parallel\", \"reduction\", "
+           "\"reduction\", \"parallel\"]} ins(" +
+           ssa(padded) + ", " + window_t + " : " + padded.type() + ", " +
+           tensor_type(elem, win.kernel) + ") outs(" + acc + " : " + y.type() + ") {");
+      std::string a = "%b" + std::to_string(next_id_++), w = "%b" + std::to_string(next_id_++),
+                  o = "%b" + std::to_string(next_id_++);
+      line("^bb0(" + a + ": " + elem + ", " + w + ": " + elem + ", " + o + ": " + elem + "):");
+      line("  linalg.yield " + op("arith.maximumf", {o, a}, elem) + " : " + elem);
+      line("} -> " + y.type());
+    } else if (spatial == 2) {
       std::string attrs = "{dilations = dense<[" + i64_list(win.dilations) +
                           "]> : tensor<2xi64>, strides = dense<[" + i64_list(win.strides) +
                           "]> : tensor<2xi64>}";
