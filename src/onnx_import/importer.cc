@@ -3128,6 +3128,40 @@ class Importer {
     return argument;
   }
 
+  // A windowed kernel as one generic over loops d0..d5: three parallel, the two window taps
+  // (reduction), one parallel. `update(input, weight, acc)` gives the new accumulator, which
+  // starts at `init`.
+  using WindowUpdate =
+      std::function<std::string(const std::string&, const std::string&, const std::string&)>;
+  Value window_generic(Value& x, const std::string& w_ssa, const std::string& w_type,
+                       const std::string& xmap, const std::string& wmap, const std::string& ymap,
+                       const Shape& out, double init, const WindowUpdate& update) {
+    std::string elem = x.elem;
+    Value y;
+    y.elem = elem;
+    y.shape = out;
+    std::string acc = filled(elem, out, init);
+    y.ssa = fresh();
+    line(y.ssa + " = linalg.generic {indexing_maps = [" + xmap + ", " + wmap + ", " + ymap +
+         "], iterator_types = [\"parallel\", \"parallel\", \"parallel\", \"reduction\", "
+         "\"reduction\", \"parallel\"]} ins(" +
+         ssa(x) + ", " + w_ssa + " : " + x.type() + ", " + w_type + ") outs(" + acc + " : " +
+         y.type() + ") {");
+    std::string a = "%b" + std::to_string(next_id_++), b = "%b" + std::to_string(next_id_++),
+                o = "%b" + std::to_string(next_id_++);
+    line("^bb0(" + a + ": " + elem + ", " + b + ": " + elem + ", " + o + ": " + elem + "):");
+    line("  linalg.yield " + update(a, b, o) + " : " + elem);
+    line("} -> " + y.type());
+    return y;
+  }
+
+  // acc + input * weight.
+  WindowUpdate multiply_add(const std::string& elem) {
+    return [this, elem](const std::string& a, const std::string& b, const std::string& o) {
+      return op("arith.addf", {o, op("arith.mulf", {a, b}, elem)}, elem);
+    };
+  }
+
   // Output rows at least this wide vectorise well along the row (depthwise_rows); narrower ones
   // (deep layers: 14 or 7 pixels, hundreds of channels) go channels-last.
   static constexpr int64_t kMinRowForDepthwise = 28;
@@ -3148,23 +3182,7 @@ class Importer {
                        std::to_string(dilations[0]) + ", d5 * " + std::to_string(strides[1]) +
                        " + d4 * " + std::to_string(dilations[1]) + ")>";
     std::string wmap = head + "d1, d3, d4)>", ymap = head + "d0, d1, d2, d5)>";
-    Value y;
-    y.elem = elem;
-    y.shape = out;
-    std::string acc = filled(elem, out, 0);
-    y.ssa = fresh();
-    line(y.ssa + " = linalg.generic {indexing_maps = [" + xmap + ", " + wmap + ", " + ymap +
-         "], iterator_types = [\"parallel\", \"parallel\", \"parallel\", \"reduction\", "
-         "\"reduction\", \"parallel\"]} ins(" +
-         ssa(padded) + ", " + ssa(wd) + " : " + padded.type() + ", " + wd.type() + ") outs(" + acc +
-         " : " + y.type() + ") {");
-    std::string a = "%b" + std::to_string(next_id_++), b = "%b" + std::to_string(next_id_++),
-                o = "%b" + std::to_string(next_id_++);
-    line("^bb0(" + a + ": " + elem + ", " + b + ": " + elem + ", " + o + ": " + elem + "):");
-    std::string sum = op("arith.addf", {o, op("arith.mulf", {a, b}, elem)}, elem);
-    line("  linalg.yield " + sum + " : " + elem);
-    line("} -> " + y.type());
-    return y;
+    return window_generic(padded, ssa(wd), wd.type(), xmap, wmap, ymap, out, 0, multiply_add(elem));
   }
 
   // A depthwise 2-D convolution computed channels-last with the channel loop innermost, so each
@@ -3183,22 +3201,7 @@ class Importer {
                        std::to_string(dilations[0]) + ", d2 * " + std::to_string(strides[1]) +
                        " + d4 * " + std::to_string(dilations[1]) + ", d5)>";
     std::string wmap = head + "d3, d4, d5)>", ymap = head + "d0, d1, d2, d5)>";
-    Value y;
-    y.elem = elem;
-    y.shape = out;
-    std::string acc = filled(elem, out, 0);
-    y.ssa = fresh();
-    line(y.ssa + " = linalg.generic {indexing_maps = [" + xmap + ", " + wmap + ", " + ymap +
-         "], iterator_types = [\"parallel\", \"parallel\", \"parallel\", \"reduction\", "
-         "\"reduction\", \"parallel\"]} ins(" +
-         ssa(xl) + ", " + ssa(wl) + " : " + xl.type() + ", " + wl.type() + ") outs(" + acc + " : " +
-         y.type() + ") {");
-    std::string a = "%b" + std::to_string(next_id_++), b = "%b" + std::to_string(next_id_++),
-                o = "%b" + std::to_string(next_id_++);
-    line("^bb0(" + a + ": " + elem + ", " + b + ": " + elem + ", " + o + ": " + elem + "):");
-    std::string sum = op("arith.addf", {o, op("arith.mulf", {a, b}, elem)}, elem);
-    line("  linalg.yield " + sum + " : " + elem);
-    line("} -> " + y.type());
+    Value y = window_generic(xl, ssa(wl), wl.type(), xmap, wmap, ymap, out, 0, multiply_add(elem));
     return transpose(y, {0, 3, 1, 2});
   }
 
@@ -3385,14 +3388,7 @@ class Importer {
     Value padded = pad(x, pad_low, pad_high, fill);
     Shape out_shape = {x.shape[0], x.shape[1]};
     out_shape.insert(out_shape.end(), win.out.begin(), win.out.end());
-    std::string acc = filled(elem, out_shape, fill);
-    Value y;
-    y.elem = elem;
-    y.shape = out_shape;
-    y.ssa = fresh();
     bool f = is_float_type(elem);
-    std::string combine =
-        is_max ? (f ? "arith.maximumf" : "arith.maxsi") : (f ? "arith.addf" : "arith.addi");
     if (spatial == 2 && is_max && f) {
       // Loops n, c, oh, kh, kw, ow: the output column loop innermost, so each window tap is one
       // pass along a row (vectorised), instead of linalg's pooling order with the 3-long tap
@@ -3403,18 +3399,23 @@ class Importer {
                          std::to_string(win.strides[1]) + " + d4 * " +
                          std::to_string(win.dilations[1]) + ")>";
       std::string wmap = head + "d3, d4)>", ymap = head + "d0, d1, d2, d5)>";
+      // The window operand (only its shape is read) bounds the tap loops.
       std::string window_t = empty(elem, win.kernel);
-      line(y.ssa + " = linalg.generic {indexing_maps = [" + xmap + ", " + wmap + ", " + ymap +
-           "], iterator_types = [\"parallel\", \"parallel\", \"parallel\", \"reduction\", "
-           "\"reduction\", \"parallel\"]} ins(" +
-           ssa(padded) + ", " + window_t + " : " + padded.type() + ", " +
-           tensor_type(elem, win.kernel) + ") outs(" + acc + " : " + y.type() + ") {");
-      std::string a = "%b" + std::to_string(next_id_++), w = "%b" + std::to_string(next_id_++),
-                  o = "%b" + std::to_string(next_id_++);
-      line("^bb0(" + a + ": " + elem + ", " + w + ": " + elem + ", " + o + ": " + elem + "):");
-      line("  linalg.yield " + op("arith.maximumf", {o, a}, elem) + " : " + elem);
-      line("} -> " + y.type());
-    } else if (spatial == 2) {
+      Value y = window_generic(padded, window_t, tensor_type(elem, win.kernel), xmap, wmap, ymap,
+                               out_shape, fill,
+                               [&](const std::string& a, const std::string&, const std::string& o) {
+                                 return op("arith.maximumf", {o, a}, elem);
+                               });
+      return reshape(y, original_out);
+    }
+    std::string acc = filled(elem, out_shape, fill);
+    Value y;
+    y.elem = elem;
+    y.shape = out_shape;
+    y.ssa = fresh();
+    std::string combine =
+        is_max ? (f ? "arith.maximumf" : "arith.maxsi") : (f ? "arith.addf" : "arith.addi");
+    if (spatial == 2) {
       std::string attrs = "{dilations = dense<[" + i64_list(win.dilations) +
                           "]> : tensor<2xi64>, strides = dense<[" + i64_list(win.strides) +
                           "]> : tensor<2xi64>}";
