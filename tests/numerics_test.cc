@@ -19,7 +19,7 @@ Buffer random_i32(std::vector<int64_t> shape, uint32_t seed) {
 }
 
 class NumericsTest : public ::testing::TestWithParam<EffortLevel> {
- protected:
+ public:
   std::vector<Buffer> run(const std::string& program, const std::string& entry,
                           const std::vector<Buffer>& inputs) {
     auto exe = compile_file(program_path(program), GetParam());
@@ -45,28 +45,27 @@ std::vector<double> matmul_reference(const Buffer& a, const Buffer& b, int64_t m
   return c;
 }
 
-TEST_P(NumericsTest, MatmulOfOddSizes) {
-  Buffer a = random_f32({37, 53}, 1), b = random_f32({53, 29}, 2);
-  auto out = run("matmul_odd.mlir", "matmul", {a, b});
+// Runs `entry` of `program` on random (m, k) and (k, n) operands and checks its product, which
+// the entry returns in `shape` (the same elements, possibly reshaped).
+void expect_product(NumericsTest& test, const std::string& program, const std::string& entry,
+                    int64_t m, int64_t k, int64_t n, std::vector<int64_t> shape, uint32_t seed) {
+  Buffer a = random_f32({m, k}, seed), b = random_f32({k, n}, seed + 1);
+  auto out = test.run(program, entry, {a, b});
   ASSERT_EQ(out.size(), 1u);
-  EXPECT_EQ(out[0].shape(), (std::vector<int64_t>{37, 29}));
-  expect_close(out[0], matmul_reference(a, b, 37, 53, 29), 1e-4);
+  EXPECT_EQ(out[0].shape(), shape);
+  expect_close(out[0], matmul_reference(a, b, m, k, n), 1e-4);
+}
+
+TEST_P(NumericsTest, MatmulOfOddSizes) {
+  expect_product(*this, "matmul_odd.mlir", "matmul", 37, 53, 29, {37, 29}, 1);
 }
 
 TEST_P(NumericsTest, MatmulWhoseResultIsReshaped) {
-  Buffer a = random_f32({70, 300}, 11), b = random_f32({300, 150}, 12);
-  auto out = run("matmul_reshaped.mlir", "matmul_reshaped", {a, b});
-  ASSERT_EQ(out.size(), 1u);
-  EXPECT_EQ(out[0].shape(), (std::vector<int64_t>{7, 10, 150}));
-  expect_close(out[0], matmul_reference(a, b, 70, 300, 150), 1e-4);
+  expect_product(*this, "matmul_reshaped.mlir", "matmul_reshaped", 70, 300, 150, {7, 10, 150}, 11);
 }
 
 TEST_P(NumericsTest, MatmulWithOneReductionBlock) {
-  Buffer a = random_f32({70, 20}, 13), b = random_f32({20, 150}, 14);
-  auto out = run("matmul_reshaped.mlir", "short_reduction", {a, b});
-  ASSERT_EQ(out.size(), 1u);
-  EXPECT_EQ(out[0].shape(), (std::vector<int64_t>{7, 10, 150}));
-  expect_close(out[0], matmul_reference(a, b, 70, 20, 150), 1e-4);
+  expect_product(*this, "matmul_reshaped.mlir", "short_reduction", 70, 20, 150, {7, 10, 150}, 13);
 }
 
 TEST_P(NumericsTest, TosaMlp) {
