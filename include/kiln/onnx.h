@@ -19,6 +19,7 @@
 #include "kiln/client.h"
 #include "kiln/compile.h"
 #include "kiln/executable.h"
+#include "kiln/file.h"
 #include "kiln/status.h"
 
 namespace kiln {
@@ -90,7 +91,7 @@ class OnnxModel {
   bool fold_weights() const { return fold_weights_; }
 
   const std::string& name() const { return name_; }
-  const std::string& bytes() const { return *bytes_; }
+  std::string_view bytes() const { return bytes_.view(); }
   const std::string& directory() const { return directory_; }
   int64_t ir_version() const { return ir_version_; }
   // Operator set versions by domain ("" is the default domain).
@@ -116,6 +117,8 @@ class OnnxModel {
       const std::vector<std::vector<int64_t>>& given) const;
 
  private:
+  static Result<OnnxModel> parse(FileBytes bytes, std::string name, std::string directory,
+                                 bool fold_weights);
   struct WeightPayload {
     // Exactly one of: the bytes in the model (raw_data or a packed repeated field), an external
     // file with offset and length, or a non-packed repeated field to decode.
@@ -125,7 +128,7 @@ class OnnxModel {
     bool packed = true;
   };
   std::string name_, directory_;
-  std::shared_ptr<const std::string> bytes_;
+  FileBytes bytes_;
   int64_t ir_version_ = 0;
   std::map<std::string, int64_t> opsets_;
   std::vector<OnnxValueInfo> inputs_, outputs_;

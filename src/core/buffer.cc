@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/machine_memory.h"
+#include "core/tensor_memory.h"
 
 namespace kiln {
 
@@ -121,7 +122,7 @@ Result<Buffer> Buffer::allocate(DType dtype, std::vector<int64_t> shape) {
                               dtype_name(dtype) + " tensor of shape " + shape_to_string(shape) +
                               ": more than this machine's memory and swap (" +
                               std::to_string(memory) + " bytes)");
-  void* storage = std::aligned_alloc(64, rounded);
+  void* storage = allocate_tensor_memory(rounded, 64);
   if (storage == nullptr)
     return resource_exhausted("cannot allocate " + std::to_string(bytes) + " bytes for a " +
                               dtype_name(dtype) + " tensor of shape " + shape_to_string(shape) +

@@ -302,19 +302,26 @@ bool is_onnx_file(const std::string& path) {
 }
 
 Result<OnnxModel> OnnxModel::from_file(const std::string& path, bool fold_weights) {
-  KILN_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
+  KILN_ASSIGN_OR_RETURN(FileBytes bytes, read_file_bytes(path));
   size_t slash = path.rfind('/');
   std::string directory = slash == std::string::npos ? "." : path.substr(0, slash);
-  return from_bytes(std::move(bytes), path, directory.empty() ? "/" : directory, fold_weights);
+  return parse(std::move(bytes), path, directory.empty() ? "/" : directory, fold_weights);
 }
 
 Result<OnnxModel> OnnxModel::from_bytes(std::string bytes, std::string name, std::string directory,
                                         bool fold_weights) {
+  auto owned = std::make_shared<const std::string>(std::move(bytes));
+  FileBytes held{std::shared_ptr<const char>(owned, owned->data()), owned->size()};
+  return parse(std::move(held), std::move(name), std::move(directory), fold_weights);
+}
+
+Result<OnnxModel> OnnxModel::parse(FileBytes bytes, std::string name, std::string directory,
+                                   bool fold_weights) {
   OnnxModel model;
   model.name_ = std::move(name);
   model.directory_ = std::move(directory);
-  model.bytes_ = std::make_shared<const std::string>(std::move(bytes));
-  const std::string& all = *model.bytes_;
+  model.bytes_ = std::move(bytes);
+  std::string_view all = model.bytes_.view();
   if (all.empty()) return malformed(model.name_, "the file is empty");
 
   // Byte ranges of bound weights' values: left out of the structure digest.
@@ -492,11 +499,11 @@ Result<OnnxModel> OnnxModel::from_bytes(std::string bytes, std::string name, std
   digest.update_framed("onnx-structure-v1");
   size_t at = 0;
   for (auto [begin, end] : excluded) {
-    digest.update_framed(std::string_view(all).substr(at, begin - at));
+    digest.update_framed(all.substr(at, begin - at));
     digest.update_framed("<bound weight values>");
     at = end;
   }
-  digest.update_framed(std::string_view(all).substr(at));
+  digest.update_framed(all.substr(at));
   for (const WeightPayload& payload : folded_external) {
     std::string path = model.directory_ + "/" + payload.external_location;
     auto data = read_file(path);
@@ -543,7 +550,7 @@ Result<Buffer> OnnxModel::read_weight(size_t index) const {
     return invalid_argument(name_ + ": error: initializer '" + weight.name + "' holds " +
                             std::to_string(payload.size) + " bytes, its type and shape need " +
                             std::to_string(want) + "; the model is damaged");
-  if (want) std::memcpy(buffer.data(), bytes_->data() + payload.offset, want);
+  if (want) std::memcpy(buffer.data(), bytes_.data.get() + payload.offset, want);
   return buffer;
 }
 

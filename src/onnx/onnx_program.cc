@@ -168,7 +168,7 @@ Result<std::string> import_onnx_to_mlir(const OnnxModel& model,
   KILN_ASSIGN_OR_RETURN(std::vector<const Buffer*> statics, static_values_of(model, input_values));
   KILN_ASSIGN_OR_RETURN(onnx_import::ImportFn import, importer());
   onnx_import::ImportRequest request;
-  request.model_bytes = &model.bytes();
+  request.model_bytes = model.bytes();
   request.model_name = model.name();
   request.input_shapes = input_shapes;
   request.static_values = statics;
@@ -186,7 +186,7 @@ Result<ModuleSource> onnx_module_source(const OnnxModel& model,
                             " inputs");
   KILN_ASSIGN_OR_RETURN(std::vector<const Buffer*> statics, static_values_of(model, input_values));
   // The importer's output is part of what this names: bump the version when the lowering changes.
-  std::string identity = "kiln onnx model v10\n" +
+  std::string identity = "kiln onnx model v11\n" +
                          std::string(model.fold_weights() ? "weights folded\n" : "") +
                          "structure " + model.structure_digest() + "\ninput shapes " +
                          shapes_text(input_shapes) + "\n";
@@ -208,7 +208,7 @@ Result<ModuleSource> onnx_module_source(const OnnxModel& model,
 Result<std::string> unsupported_onnx_nodes(const OnnxModel& model) {
   KILN_ASSIGN_OR_RETURN(onnx_import::ImportFn import, importer());
   onnx_import::ImportRequest request;
-  request.model_bytes = &model.bytes();
+  request.model_bytes = model.bytes();
   request.model_name = model.name();
   request.model_directory = model.directory();
   request.check_only = true;
@@ -248,18 +248,29 @@ Result<OnnxProgram> compile_onnx_or_get_cached(
                           std::to_string(runtime_inputs) + " run-time inputs and " +
                           std::to_string(model.weights().size()) + " bound weights (and " +
                           std::to_string(prepared) + " prepared from them)");
+  // main's arguments after the run-time inputs; a weight main does not read is an empty
+  // placeholder there, and only prepare sees its values.
+  std::vector<Buffer> weights;
   for (size_t k = 0; k < model.weights().size(); ++k) {
     KILN_ASSIGN_OR_RETURN(Buffer weight, model.read_weight(k));
     const TensorType& want = entry->inputs[runtime_inputs + k];
-    if (!(weight.type() == want))
+    bool placeholder = want.dtype == weight.dtype() && want.shape == std::vector<int64_t>{0};
+    if (!(weight.type() == want) && !placeholder)
       return internal_error(model.name() + ": weight '" + model.weights()[k].name + "' is " +
                             weight.type().to_string() + ", the program expects " +
                             want.to_string());
-    program.weights_.push_back(std::move(weight));
+    if (weight.type() == want) {
+      program.weights_.push_back(weight);
+    } else {
+      KILN_ASSIGN_OR_RETURN(Buffer empty, Buffer::allocate(want.dtype, want.shape));
+      program.weights_.push_back(std::move(empty));
+    }
+    weights.push_back(std::move(weight));
   }
   if (prepare != nullptr) {
     KILN_ASSIGN_OR_RETURN(std::vector<Buffer> values,
-                          program.executable_->execute(prepare->name, program.weights_));
+                          program.executable_->execute(prepare->name, weights));
+    weights.clear();  // what main does not read is freed here
     for (size_t k = 0; k < values.size(); ++k) {
       const TensorType& want = entry->inputs[runtime_inputs + model.weights().size() + k];
       if (!(values[k].type() == want))

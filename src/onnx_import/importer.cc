@@ -293,8 +293,10 @@ class Importer {
         v.elem = elem_or_fail(init.data_type(), where);
         v.shape = shape;
         v.ssa = "%arg" + std::to_string(arguments.size());
+        weight_argument_index_.push_back(arguments.size());
         arguments.push_back(v.ssa + ": " + v.type());
         weight_arguments_.push_back(arguments.back());
+        weight_elems_.push_back(v.elem);
         bound_weight_ssa_.insert(v.ssa);
         values_[init.name()] = v;
       } else {
@@ -323,13 +325,22 @@ class Importer {
       if (module_name.size() > 48) break;
     }
     if (module_name != "onnx") module_name.insert(4, "_");
+    // A weight main does not read (only kiln_prepare does, or nothing) keeps its place in main's
+    // signature with no elements: the program need not keep it once the prepared copy exists.
+    std::string body = body_.str();
+    for (size_t k = 0; k < weight_arguments_.size(); ++k) {
+      std::string name = "%arg" + std::to_string(weight_argument_index_[k]);
+      bool returned = std::find(results.begin(), results.end(), name) != results.end();
+      if (!returned && !mentions(body, name))
+        arguments[weight_argument_index_[k]] = name + ": tensor<0x" + weight_elems_[k] + ">";
+    }
     for (const Value& p : prepared_) arguments.push_back(p.ssa + ": " + p.type());
     std::ostringstream out;
     out << "module @" << module_name << " {\n  func.func @main(";
     for (size_t k = 0; k < arguments.size(); ++k) out << (k ? ", " : "") << arguments[k];
     out << ") -> (";
     for (size_t k = 0; k < result_types.size(); ++k) out << (k ? ", " : "") << result_types[k];
-    out << ") {\n" << body_.str() << "    return ";
+    out << ") {\n" << body << "    return ";
     for (size_t k = 0; k < results.size(); ++k) out << (k ? ", " : "") << results[k];
     out << " : ";
     for (size_t k = 0; k < result_types.size(); ++k) out << (k ? ", " : "") << result_types[k];
@@ -353,6 +364,19 @@ class Importer {
   }
 
  private:
+  // Whether `text` uses the SSA value `name` (not merely one whose name starts with it).
+  static bool mentions(const std::string& text, const std::string& name) {
+    for (size_t at = text.find(name); at != std::string::npos; at = text.find(name, at + 1)) {
+      size_t end = at + name.size();
+      if (end == text.size()) return true;
+      char next = text[end];
+      if (!std::isalnum(static_cast<unsigned char>(next)) && next != '_' && next != '.' &&
+          next != '$' && next != '-')
+        return true;
+    }
+    return false;
+  }
+
   static Value constant_of_buffer(const Buffer& b, const std::string& elem,
                                   const std::string& where) {
     Value v;
@@ -3790,6 +3814,8 @@ class Importer {
   std::ostringstream body_;
   // Values computed from bound weights alone, once at load (see transposed_weights).
   std::vector<std::string> weight_arguments_;  // "%argN: type" of each bound weight
+  std::vector<size_t> weight_argument_index_;  // its N
+  std::vector<std::string> weight_elems_;      // its element type
   std::set<std::string> bound_weight_ssa_;
   std::ostringstream prepare_body_;
   std::vector<Value> prepared_;                // main's extra arguments
@@ -3802,8 +3828,8 @@ class Importer {
 
 Result<std::string> import(const ImportRequest& request) {
   onnx::ModelProto model;
-  if (request.model_bytes->size() > size_t(std::numeric_limits<int>::max()) ||
-      !model.ParseFromString(*request.model_bytes))
+  if (request.model_bytes.size() > size_t(std::numeric_limits<int>::max()) ||
+      !model.ParseFromArray(request.model_bytes.data(), int(request.model_bytes.size())))
     return invalid_argument(request.model_name +
                             ": error: not a valid ONNX model (protobuf parsing failed); is the "
                             "file complete? re-export it");

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kiln/buffer.h"
@@ -12,7 +13,7 @@
 namespace kiln::onnx_import {
 
 struct ImportRequest {
-  const std::string* model_bytes = nullptr;
+  std::string_view model_bytes;
   std::string model_name;       // for messages
   std::string model_directory;  // where external data files are
   // The initializers bound at run time (OnnxModel::weights), in order: function arguments.
@@ -28,7 +29,8 @@ struct ImportRequest {
 // MLIR text: `func.func @main(inputs..., bound weights..., prepared...) -> (outputs...)`, and when
 // there are prepared values (weights re-laid-out for the kernels, e.g. transposed),
 // `func.func @kiln_prepare(bound weights...) -> (prepared...)`, which the program runs once when it
-// is loaded.
+// is loaded. A bound weight main does not read keeps its place in main's signature as
+// `tensor<0xT>`: the caller passes an empty tensor there and may free the weight after prepare.
 // Written through `out` (a C-linkage function cannot return a C++ class cleanly).
 using ImportFn = void (*)(const ImportRequest& request, Result<std::string>* out);
 inline constexpr const char* kImportSymbol = "kiln_onnx_import_to_mlir";

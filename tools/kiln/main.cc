@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -356,8 +357,9 @@ kiln::Result<kiln::Buffer> read_tensor_file(const std::string& path) {
 // `kiln run model.onnx`: inputs by position or NAME=FILE (.npy or TensorProto .pb), dynamic
 // dimensions from the inputs, weights bound from the model.
 int run_onnx(const RunArgs& args, const kiln::Client& client, const kiln::CompileOptions& options) {
-  auto model = kiln::OnnxModel::from_file(args.file, args.fold_weights);
-  if (!model.ok()) return fail(model.status());
+  auto loaded = kiln::OnnxModel::from_file(args.file, args.fold_weights);
+  if (!loaded.ok()) return fail(loaded.status());
+  std::optional<kiln::OnnxModel> model(std::move(*loaded));
   const auto& graph_inputs = model->inputs();
   std::vector<kiln::Buffer> inputs(graph_inputs.size());
   std::vector<bool> given(graph_inputs.size(), false);
@@ -426,6 +428,10 @@ int run_onnx(const RunArgs& args, const kiln::Client& client, const kiln::Compil
   auto program =
       kiln::compile_onnx_or_get_cached(client, *model, *resolved, options, &report, &inputs);
   if (!program.ok()) return fail(program.status());
+  // The program holds what it needs; the model's bytes (the size of its weights) go now.
+  std::vector<std::string> output_names;
+  for (const auto& output : model->outputs()) output_names.push_back(output.name);
+  model.reset();
   std::vector<kiln::Buffer> results;
   std::vector<double> run_ms;
   for (int r = 0; r < std::max(1, args.repeat); ++r) {
@@ -459,7 +465,7 @@ int run_onnx(const RunArgs& args, const kiln::Client& client, const kiln::Compil
       std::vector<double> head;
       for (int64_t j = 0; j < std::min<int64_t>(results[i].element_count(), 6); ++j)
         head.push_back(results[i].element_as_double(j));
-      outputs.push_back({{"name", i < model->outputs().size() ? model->outputs()[i].name : ""},
+      outputs.push_back({{"name", i < output_names.size() ? output_names[i] : ""},
                          {"dtype", kiln::dtype_name(results[i].dtype())},
                          {"shape", results[i].shape()},
                          {"head", head}});
@@ -469,13 +475,13 @@ int run_onnx(const RunArgs& args, const kiln::Client& client, const kiln::Compil
   }
   for (size_t i = 0; i < results.size(); ++i) {
     if (!args.json) {
-      std::string name = i < model->outputs().size() ? model->outputs()[i].name : "";
+      std::string name = i < output_names.size() ? output_names[i] : "";
       std::cout << "result " << i << " (" << name << "): " << summarize(results[i]) << "\n";
     }
     if (i < args.outputs.size()) {
       const std::string& path = args.outputs[i];
       bool pb = path.size() > 3 && path.compare(path.size() - 3, 3, ".pb") == 0;
-      std::string name = i < model->outputs().size() ? model->outputs()[i].name : "";
+      std::string name = i < output_names.size() ? output_names[i] : "";
       kiln::Status s = pb ? kiln::write_file(path, kiln::encode_onnx_tensor(results[i], name))
                           : kiln::write_npy(path, results[i]);
       if (!s.ok()) return fail(s);

@@ -1,8 +1,11 @@
 #include "backend/cpu/checked_alloc.h"
 
 #include <csetjmp>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+
+#include "core/tensor_memory.h"
 
 namespace kiln::cpu {
 namespace {
@@ -46,15 +49,14 @@ bool call_checking_allocations(PackedEntry entry, void** args, std::string& erro
 // The generic allocation functions MLIR's memref lowering calls. Results are released with
 // free(), like those of malloc, so buffers returned to the caller are freed the same way.
 extern "C" void* _mlir_memref_to_llvm_alloc(size_t size) {
-  void* p = std::malloc(size == 0 ? 1 : size);
+  void* p = kiln::allocate_tensor_memory(size, alignof(std::max_align_t));
   if (p == nullptr) kiln::cpu::allocation_failed(size);
   return p;
 }
 
 extern "C" void* _mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size) {
-  void* p = nullptr;
-  if (alignment < sizeof(void*)) alignment = sizeof(void*);
-  if (posix_memalign(&p, alignment, size == 0 ? 1 : size) != 0) kiln::cpu::allocation_failed(size);
+  void* p = kiln::allocate_tensor_memory(size, alignment);
+  if (p == nullptr) kiln::cpu::allocation_failed(size);
   return p;
 }
 
