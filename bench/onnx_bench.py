@@ -7,7 +7,8 @@ Per model and thread count T: kiln's cold compile (empty cache, whole process), 
 second process served from the cache, spawn to exit), run time (median of RUNS, `kiln run
 --repeat`), and beside it ONNX Runtime (npm onnxruntime-node: CPU provider, intra-op threads T,
 graph optimisation 'all', spinning off for T > 1) and PyTorch eager (torch.set_num_threads(T)).
-Each peer runs in its own process with OMP/OpenBLAS threads set to T; peak RSS is that process's.
+Each peer runs in its own process with OMP/OpenBLAS threads set to T; peak memory is that
+process's own resident high-water mark (VmHWM; ru_maxrss would include the forking Python's).
 Ratios > 1 mean kiln is faster. Models come from tests/onnx/export_models.py (random init,
 seed 0, batch 1); ONNX Runtime is installed from npm into build/bench-ort on first use."""
 import argparse
@@ -27,16 +28,14 @@ DEFAULT_MODELS = ["mlp", "transformer", "resnet18", "mobilenet_v2", "squeezenet1
 
 
 def run(argv, env=None):
-    """Runs argv; returns (stdout, wall seconds, peak RSS MiB of that child)."""
+    """Runs argv; returns (stdout, wall seconds)."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    _, status, usage = os.wait4(proc.pid, 0)
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     wall = time.perf_counter() - start
-    out, err = proc.stdout.read().decode(), proc.stderr.read().decode()
-    proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
-        raise SystemExit("%s failed (%d): %s" % (" ".join(argv[:3]), proc.returncode, err[-2000:]))
-    return out, wall, usage.ru_maxrss / 1024.0
+        raise SystemExit("%s failed (%d): %s" % (" ".join(argv[:3]), proc.returncode,
+                                                 proc.stderr.decode()[-2000:]))
+    return proc.stdout.decode(), wall
 
 
 def thread_env(threads):
@@ -79,7 +78,9 @@ with torch.no_grad():
         start = time.perf_counter()
         model(x)
         times.append((time.perf_counter() - start) * 1e3)
-print(json.dumps({"median_ms": statistics.median(times), "min_ms": min(times)}))
+peak = [l for l in open("/proc/self/status") if l.startswith("VmHWM:")][0].split()[1]
+print(json.dumps({"median_ms": statistics.median(times), "min_ms": min(times),
+                  "peak_mib": int(peak) / 1024.0}))
 """
 
 
@@ -105,19 +106,22 @@ def main():
                 npy = os.path.join(MODELS, name + ".input.npy")
                 kiln = [KILN, "--cache-dir", os.path.join(tmp, "cache"), "run", model, "--input",
                         npy]
-                _, cold_s, _ = run(kiln, env)
+                _, cold_s = run(kiln, env)
                 warm = [run(kiln, env)[1] for _ in range(5)]
-                out, _, kiln_rss = run(kiln + ["--repeat", str(args.runs), "--json"], env)
+                out, _ = run(kiln + ["--repeat", str(args.runs), "--json"], env)
                 kiln_ms = json.loads(out)["timings_ms"]["run_median"]
-                out, _, ort_rss = run(["node", os.path.join(ROOT, "bench", "onnx", "ort_run.js"),
+                kiln_rss = json.loads(out)["peak_memory_mib"]
+                out, _ = run(["node", os.path.join(ROOT, "bench", "onnx", "ort_run.js"),
                                        model, raw, ",".join(map(str, x.shape)), str(t),
                                        str(args.runs)],
                                       dict(env, NODE_PATH=os.path.join(ORT_DIR, "node_modules")))
                 ort_ms = json.loads(out)["median_ms"]
-                out, _, torch_rss = run(["/usr/bin/python3", "-c", TORCH_TIMER,
+                ort_rss = json.loads(out)["peak_mib"]
+                out, _ = run(["/usr/bin/python3", "-c", TORCH_TIMER,
                                          os.path.join(ROOT, "tests", "onnx"), name, str(t), npy,
                                          str(args.runs)], env)
                 torch_ms = json.loads(out)["median_ms"]
+                torch_rss = json.loads(out)["peak_mib"]
             rows.append((name, t, cold_s, statistics.median(warm) * 1e3, kiln_ms, ort_ms, torch_ms,
                          kiln_rss, ort_rss, torch_rss))
             print_row(rows[-1], header=len(rows) == 1)

@@ -1,6 +1,6 @@
 // Times one ONNX model under ONNX Runtime (npm onnxruntime-node, CPU provider), for
 // bench/onnx_bench.py: node ort_run.js MODEL INPUT.bin DIMS(comma) THREADS RUNS
-// Prints one JSON line: {"median_ms": ..., "min_ms": ..., "first": [...]}.
+// Prints one JSON line: {"median_ms": ..., "min_ms": ..., "first": [...], "peak_mib": ...}.
 const ort = require('onnxruntime-node');
 const fs = require('fs');
 
@@ -29,6 +29,11 @@ async function main() {
   }
   times.sort((a, b) => a - b);
   const first = Array.from(out[session.outputNames[0]].data.slice(0, 4));
-  console.log(JSON.stringify({median_ms: times[Math.floor(times.length / 2)], min_ms: times[0], first}));
+  // This process's own high-water mark (VmHWM), not ru_maxrss, which includes the parent's memory
+  // at fork time.
+  const hwm = fs.readFileSync('/proc/self/status', 'utf8').match(/VmHWM:\s+(\d+)/);
+  const peak_mib = hwm ? Number(hwm[1]) / 1024 : 0;
+  console.log(JSON.stringify(
+      {median_ms: times[Math.floor(times.length / 2)], min_ms: times[0], first, peak_mib}));
 }
 main().catch((e) => { console.error(e.message); process.exit(1); });

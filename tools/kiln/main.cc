@@ -34,10 +34,17 @@ using Clock = std::chrono::steady_clock;
 
 // Prints an error the way compilers do; messages that already carry "error:" print as they are.
 // The process's peak resident memory so far (compile, load and runs), in MiB.
+// This process's resident high-water mark (VmHWM). Not getrusage's ru_maxrss: that keeps the
+// parent's resident size at fork time across exec (a Python parent adds its own).
 double peak_memory_mib() {
+  auto status = kiln::read_file("/proc/self/status");
+  if (status.ok()) {
+    size_t at = status->find("VmHWM:");
+    if (at != std::string::npos) return std::strtod(status->c_str() + at + 6, nullptr) / 1024.0;
+  }
   rusage usage{};
   if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
-  return double(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+  return double(usage.ru_maxrss) / 1024.0;  // in KiB on Linux
 }
 
 int fail(const kiln::Status& status) {
