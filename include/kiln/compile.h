@@ -11,6 +11,7 @@
 
 #include "kiln/cache.h"
 #include "kiln/client.h"
+#include "kiln/compilation_cache.h"
 #include "kiln/executable.h"
 #include "kiln/options.h"
 #include "kiln/pgle.h"
@@ -76,14 +77,15 @@ Result<std::string> compile_or_get_cached_serialized(const Client& client,
 Result<std::string> sync_fdo_profile(const Client& client, const CompileOptions& options,
                                      const CacheKey& empty_profile_key, std::string profile);
 
-// Error handlers see compile errors in registration order; the first that returns a status
-// replaces the error (the original is appended as the cause).
-using CompileErrorHandler = std::function<std::optional<Status>(const Status&)>;
+// Handlers of the process default cache (CompileErrorHandler: kiln/compilation_cache.h).
 int register_compile_error_handler(CompileErrorHandler handler);
 void unregister_compile_error_handler(int id);
 
-// The persistent store compile_or_get_cached uses now (per the KILN_* cache flags), or null when
-// the cache is off. Shared by the whole process.
+// The cache compile_or_get_cached uses now: opened from the KILN_* flags, and opened anew when
+// they change (callers holding the old one keep it).
+Result<std::shared_ptr<CompilationCache>> default_compilation_cache();
+// The persistent store of the default cache (valid until the cache flags change), or null when
+// the cache is off.
 Result<CacheStore*> persistent_cache_store();
 // The local directory store alone (for maintenance commands), even when a remote tier is set.
 Result<DirectoryStore*> local_cache_store();
@@ -92,8 +94,8 @@ Result<DirectoryStore*> local_cache_store();
 // the store is next opened; tests inject faults this way.
 void set_persistent_cache_env(Env* env);
 
-// Forgets this process's cache state: loaded executables, the store, once-per-process events and
-// the check-contents memory. For tests.
+// Drops the default cache (its loaded executables, store, once-per-task events and check-contents
+// memory); the next call opens a new one. For tests.
 void reset_compilation_cache_state();
 
 }  // namespace kiln

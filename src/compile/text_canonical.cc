@@ -3,8 +3,8 @@
 #include <cctype>
 #include <map>
 #include <set>
-#include <vector>
 #include <unordered_map>
+#include <vector>
 
 namespace kiln {
 namespace {
@@ -324,8 +324,8 @@ class Canonicalizer {
       if (alias_just_emitted_.empty() || !equals_follows_alias()) return 0;
       if (verbatim_aliases_.count(alias_just_emitted_)) return 0;
       alias_definition = true;
-    } else if (before == '\0' || before == '[' || before == '(' || before == '{' ||
-               before == '<' || before == ',' || before == ':') {
+    } else if (before == '\0' || before == '[' || before == '(' || before == '{' || before == '<' ||
+               before == ',' || before == ':') {
       return 0;
     }
     LocationChecker checker(s_, open + 1);

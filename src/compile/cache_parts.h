@@ -1,0 +1,104 @@
+// The parts CompilationCache is assembled from, one concept per file: the key (cache_key.cc),
+// the memory tier (memory_tier.cc), sharing a compile in a job (job_sharing.cc) and the write
+// policy (write_policy.cc). compilation_cache.cc orchestrates them.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kiln/compilation_cache.h"
+#include "kiln/compile.h"
+#include "kiln/distributed.h"
+
+namespace kiln::cache_parts {
+
+// --- key (cache_key.cc)
+
+struct KeyPolicy {
+  bool include_metadata = false;  // keep debug locations in the module's component
+  std::string tag;                // extra text mixed into every key
+};
+
+// The key of `source`; `store` (optional) remembers raw-bytes aliases so repeats need no MLIR.
+Result<CacheKey> compute_key(const Client& client, const ModuleSource& source,
+                             const CompileOptions& resolved_options, const KeyPolicy& policy,
+                             CacheStore* store);
+
+// --- memory tier (memory_tier.cc)
+
+// Loaded executables by key, least recently used dropped beyond `capacity`. Not thread-safe: the
+// cache calls it under its own lock.
+class MemoryTier {
+ public:
+  explicit MemoryTier(size_t capacity) : capacity_(capacity) {}
+  std::shared_ptr<Executable> get(const std::string& key);
+  void put(const std::string& key, std::shared_ptr<Executable> executable);
+
+ private:
+  size_t capacity_;
+  std::list<std::pair<std::string, std::shared_ptr<Executable>>> lru_;
+  std::unordered_map<std::string, decltype(lru_)::iterator> by_key_;
+};
+
+// --- sharing a compile between the processes of a job (job_sharing.cc)
+
+struct SharePlan {
+  bool active = false;
+  bool leader = false;
+  int leader_process = 0;
+  std::shared_ptr<const distributed::JobContext> job;
+};
+
+// Sharing applies when `share` is on, a job is initialised and the compile's devices span several
+// processes. The leader owns the lowest-id device.
+SharePlan plan_sharing(const Client& client, const CompileOptions& options, bool share);
+// The leader publishes the compressed executable, or its compile error so followers fail fast;
+// with `secret`, signed.
+void publish_to_followers(const SharePlan& plan, const CacheKey& key,
+                          const Result<std::shared_ptr<Executable>>& compiled,
+                          const std::string& secret);
+Result<std::shared_ptr<Executable>> wait_for_leader(const SharePlan& plan, const CacheKey& key,
+                                                    const std::string& secret, int64_t timeout_ms);
+Result<std::string> sync_profile(const Client& client, const CompileOptions& options,
+                                 const CacheKey& empty_profile_key, std::string profile,
+                                 int64_t timeout_ms);
+
+// --- write policy (write_policy.cc)
+
+struct WritePolicy {
+  int64_t writer_process = 0;
+  double min_compile_time_secs = 0;
+  int64_t min_entry_size_bytes = 0;
+  bool raise_errors = false;
+  bool explain = false;
+  bool expect_pgle = false;
+  Env* env = nullptr;
+};
+
+// Writes the entry unless a gate (in the seed's order) says not to; each skip is recorded in
+// `report.skipped_write` with its reason. Fails only with `raise_errors`.
+Status write_entry(const Client& client, CacheStore& store, const CacheKey& key,
+                   CompileReport& report, const WritePolicy& policy,
+                   const std::function<std::string()>& payload);
+
+// --- error handlers, shared by the process default's successive instances
+
+struct ErrorHandlers {
+  std::mutex mutex;
+  std::map<int, CompileErrorHandler> handlers;
+  int next_id = 1;
+  Status apply(const Status& error);
+};
+std::shared_ptr<ErrorHandlers> process_error_handlers();
+
+Result<std::shared_ptr<CompilationCache>> open_with_handlers(
+    const CompilationCacheOptions& options, std::shared_ptr<ErrorHandlers> handlers);
+
+}  // namespace kiln::cache_parts

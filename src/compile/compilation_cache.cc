@@ -1,0 +1,514 @@
+// CompilationCache: memory tier → persistent store → the job's leader → the compiler, with the
+// seed's PGLE rules deciding which key a call uses.
+#include "kiln/compilation_cache.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <set>
+
+#include "compile/cache_parts.h"
+#include "core/digest.h"
+#include "kiln/compile.h"
+#include "kiln/config.h"
+#include "kiln/kv_store.h"
+#include "kiln/logging.h"
+#include "kiln/monitoring.h"
+
+namespace kiln {
+
+using cache_parts::ErrorHandlers;
+
+struct CompilationCache::State {
+  CompilationCacheOptions options;
+  std::unique_ptr<DirectoryStore> local;
+  std::unique_ptr<TieredCacheStore> tiered;  // local + the remote tier, when configured
+  std::shared_ptr<ErrorHandlers> handlers;
+
+  std::mutex mutex;
+  cache_parts::MemoryTier memory{64};
+  // One compile per key at a time: later callers wait for the first.
+  std::set<std::string> in_flight;
+  std::condition_variable in_flight_done;
+  std::set<std::string> verified_keys;  // check-contents: keys already compared
+  bool task_event_sent = false;
+
+  Env* env() const { return options.env ? options.env : Env::posix(); }
+  CacheStore* store() const {
+    return tiered ? static_cast<CacheStore*>(tiered.get()) : local.get();
+  }
+  cache_parts::KeyPolicy key_policy() const {
+    return {options.include_metadata_in_key, options.key_tag};
+  }
+  cache_parts::WritePolicy write_policy() const {
+    return {options.writer_process,
+            options.min_compile_time_secs,
+            options.min_entry_size_bytes,
+            options.raise_errors,
+            options.explain_cache_misses,
+            options.expect_pgle,
+            options.env};
+  }
+  void task_event(const char* name) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (task_event_sent) return;
+    task_event_sent = true;
+    monitoring::record_event(name);
+  }
+};
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+Result<std::shared_ptr<Executable>> compile_uncached(CompilationCache::State& s,
+                                                     const Client& client,
+                                                     const ModuleSource& source,
+                                                     const CompileOptions& options,
+                                                     CompileReport& report) {
+  // Timed with the Env's clock, so tests can make a compile look slow or fast.
+  int64_t start = s.env()->now_micros();
+  auto exe = client.compile(source, options);
+  double seconds = static_cast<double>(s.env()->now_micros() - start) / 1e6;
+  report.compile_ms = seconds * 1000;
+  report.compiled = true;
+  if (!exe.ok()) return s.handlers->apply(exe.status());
+  monitoring::record_duration("backend_compile_duration", seconds);
+  return exe;
+}
+
+// Which key a call looks up and which options it compiles with: the seed's PGLE cases.
+struct KeyChoice {
+  Result<CacheKey> key = internal_error("no cache key");
+  CompileOptions options;
+  std::optional<std::pair<std::string, std::string>> prefetched;  // key, entry bytes
+};
+
+Result<KeyChoice> choose_key(CompilationCache& cache, CompilationCache::State& s,
+                             const Client& client, const ModuleSource& source,
+                             CompileOptions options, CompileReport& report,
+                             PgleProfiler* profiler) {
+  const CompilationCacheOptions& o = s.options;
+  bool auto_pgle = o.enable_pgle && o.pgle_profiling_runs > 0;
+  bool pgle_rules = (auto_pgle || o.expect_pgle) && report.pgle.empty();
+  bool with_profile = auto_pgle && !options.fdo_profile.empty() && report.pgle.empty();
+  // The first pass of PGLE is instrumented, so its options (and key) differ from the plain
+  // build's; like the seed, expect-PGLE runs use them too so they find what PGLE runs stored.
+  CompileOptions first_pass = options;
+  if (pgle_rules) first_pass.env_option_overrides.emplace_back(kPgleInstrumentOverride, "true");
+  KeyChoice choice;
+  choice.options = options;
+  if (!pgle_rules) {
+    choice.key = cache.compute_key(client, source, options);
+    return choice;
+  }
+  // The PGLE-optimised entry lives under the key whose profile is the fixed sentinel, so it does
+  // not depend on the profile's bytes.
+  CompileOptions sentinel = options;
+  sentinel.fdo_profile = kPgleProfiledSentinel;
+  auto pgle_key = cache.compute_key(client, source, sentinel);
+  auto plain_key = cache.compute_key(client, source, first_pass);
+  choice.key = plain_key;
+  if (!pgle_key.ok() || !plain_key.ok()) {
+    if (!with_profile) choice.options = first_pass;
+    return choice;
+  }
+  // An entry found here is kept, so a case-1 hit does not read the store twice.
+  auto present = [&](const std::string& key) {
+    auto bytes = s.store()->get(key);
+    if (!bytes.ok() || !bytes->has_value()) return false;
+    choice.prefetched.emplace(key, std::move(**bytes));
+    return true;
+  };
+  if (present(pgle_key->key)) {
+    // Case 1: use it, and stop profiling.
+    if (o.expect_pgle)
+      log::info("PGLE-optimized " + pgle_key->module_name + " loaded from compilation cache");
+    if (profiler != nullptr) profiler->disable();
+    report.pgle = "optimised (cached)";
+    choice.key = pgle_key;
+    return choice;
+  }
+  if (o.expect_pgle && present(plain_key->key)) {
+    // Case 1b: the user said the PGLE-optimised entry would be there.
+    log::warning("PERSISTENT CACHE MISS for PGLE-optimized " + pgle_key->module_name +
+                 " despite non-PGLE hit; it may not have been executed enough times when the "
+                 "cache was populated");
+  }
+  if (!with_profile) {
+    // Case 3: still collecting (or only expecting): the instrumented first pass.
+    report.pgle = "first pass";
+    choice.options = first_pass;
+    return choice;
+  }
+  // Case 2: every process of a job compiles with the same (the leader's) profile.
+  CompileOptions no_profile = options;
+  no_profile.fdo_profile.clear();
+  auto empty_key = cache.compute_key(client, source, no_profile);
+  if (empty_key.ok()) {
+    KILN_ASSIGN_OR_RETURN(
+        choice.options.fdo_profile,
+        cache_parts::sync_profile(client, options, *empty_key,
+                                  std::move(choice.options.fdo_profile), o.share_timeout_ms));
+  }
+  report.pgle = "optimised";
+  report.profile_digest = sha256_hex(choice.options.fdo_profile);
+  choice.key = pgle_key;
+  return choice;
+}
+
+// The stored entry under `key`, decoded; a damaged one is counted, removed and reported absent.
+Result<std::optional<DecodedCacheEntry>> read_entry(
+    CompilationCache::State& s, const CacheKey& key,
+    std::optional<std::pair<std::string, std::string>>& prefetched) {
+  CacheStore& store = *s.store();
+  const std::string& module = key.module_name;
+  Result<std::optional<std::string>> bytes =
+      prefetched && prefetched->first == key.key
+          ? Result<std::optional<std::string>>(
+                std::optional<std::string>(std::move(prefetched->second)))
+          : store.get(key.key);
+  if (!bytes.ok()) {
+    store.count("read_errors");
+    std::string message = "Error reading persistent compilation cache entry for '" + module +
+                          "': " + status_code_name(bytes.status().code()) + ": " +
+                          bytes.status().message();
+    if (s.options.raise_errors) return Status(bytes.status().code(), message);
+    log::warning(message);
+    return std::optional<DecodedCacheEntry>();
+  }
+  if (!bytes->has_value()) return std::optional<DecodedCacheEntry>();
+  auto decoded = decode_cache_entry(**bytes, key.key);
+  if (!decoded.ok()) {
+    monitoring::record_event("cache_corrupt");
+    store.count("corrupt");
+    log::warning("Persistent compilation cache entry for '" + module + "' with key '" + key.key +
+                 "' is corrupt (" + decoded.status().message() + "); recompiling");
+    (void)store.remove(key.key);  // the recompile writes a good one
+    return std::optional<DecodedCacheEntry>();
+  }
+  return std::optional<DecodedCacheEntry>(std::move(*decoded));
+}
+
+// Loads a stored entry; null (after counting it corrupt and removing it) when it does not load.
+std::shared_ptr<Executable> load_entry(CompilationCache::State& s, const CacheKey& key,
+                                       const DecodedCacheEntry& stored,
+                                       Clock::time_point read_start, CompileReport& report) {
+  CacheStore& store = *s.store();
+  const std::string& module = key.module_name;
+  auto exe = Executable::deserialize(stored.payload);
+  if (!exe.ok()) {
+    monitoring::record_event("cache_corrupt");
+    store.count("corrupt");
+    log::warning("Persistent compilation cache entry for '" + module + "' does not load (" +
+                 exe.status().message() + "); recompiling");
+    (void)store.remove(key.key);
+    return nullptr;
+  }
+  double retrieval_ms = ms_since(read_start);
+  report.cache = "hit";
+  report.retrieval_ms = retrieval_ms;
+  store.count("hits");
+  std::string line =
+      "Persistent compilation cache hit for '" + module + "' with key '" + key.key + "'";
+  s.options.log_compiles ? log::warning(line) : log::debug(line);
+  monitoring::record_event("cache_hits");
+  monitoring::record_duration("compile_time_saved_sec",
+                              (stored.metadata.compile_time_ms - retrieval_ms) / 1000.0);
+  monitoring::record_duration("cache_retrieval_time_sec", retrieval_ms / 1000.0);
+  return *exe;
+}
+
+// The in-flight mark of one key, released (and waiters woken) however the call ends.
+struct InFlight {
+  CompilationCache::State& s;
+  const std::string& key;
+  ~InFlight() {
+    std::lock_guard<std::mutex> l(s.mutex);
+    s.in_flight.erase(key);
+    s.in_flight_done.notify_all();
+  }
+};
+
+// A miss: the job's leader shares its compile, or this process compiles (and stores).
+Result<std::shared_ptr<Executable>> compile_missing(
+    CompilationCache::State& s, const Client& client, const ModuleSource& source,
+    const CompileOptions& options, const CacheKey& key,
+    const std::optional<DecodedCacheEntry>& stored, CompileReport& report) {
+  const std::string& module = key.module_name;
+  cache_parts::SharePlan share =
+      cache_parts::plan_sharing(client, options, s.options.share_binary_between_hosts);
+  if (share.active && !share.leader) {
+    report.shared = "follower";
+    return cache_parts::wait_for_leader(share, key, s.options.remote_secret,
+                                        s.options.share_timeout_ms);
+  }
+  if (s.options.log_compiles) log::warning("Compiling '" + module + "'");
+  auto compiled = compile_uncached(s, client, source, options, report);
+  if (share.active) {
+    report.shared = "leader";
+    cache_parts::publish_to_followers(share, key, compiled, s.options.remote_secret);
+  }
+  if (!compiled.ok()) return compiled.status();
+  std::shared_ptr<Executable> exe = std::move(compiled).value();
+  if (stored) {  // check-contents: the stored entry must be what this compile produced
+    auto previous = Executable::deserialize(stored->payload);
+    if (!previous.ok() || (*previous)->code_bytes() != exe->code_bytes()) {
+      return Status(StatusCode::kCorruption,
+                    "cache verification failed for '" + module + "' with key '" + key.key +
+                        "': the stored executable differs from a fresh compile of the same key");
+    }
+  }
+  KILN_RETURN_IF_ERROR(cache_parts::write_entry(client, *s.store(), key, report, s.write_policy(),
+                                                [&] { return exe->serialize(); }));
+  return exe;
+}
+
+}  // namespace
+
+Status cache_parts::ErrorHandlers::apply(const Status& error) {
+  std::vector<CompileErrorHandler> in_order;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (auto& [id, h] : handlers) in_order.push_back(h);
+  }
+  for (const CompileErrorHandler& h : in_order) {
+    if (std::optional<Status> replaced = h(error))
+      return Status(replaced->code(), replaced->message() + "\ncaused by: " + error.to_string());
+  }
+  return error;
+}
+
+std::shared_ptr<ErrorHandlers> cache_parts::process_error_handlers() {
+  static auto* handlers = new std::shared_ptr<ErrorHandlers>(std::make_shared<ErrorHandlers>());
+  return *handlers;
+}
+
+Result<std::shared_ptr<CompilationCache>> cache_parts::open_with_handlers(
+    const CompilationCacheOptions& options, std::shared_ptr<ErrorHandlers> handlers) {
+  auto state = std::make_unique<CompilationCache::State>();
+  state->options = options;
+  state->handlers = std::move(handlers);
+  state->memory = MemoryTier(options.memory_capacity);
+  if (options.enabled) {
+    DirectoryStoreOptions local{
+        options.directory.empty() ? default_cache_directory() : options.directory,
+        options.max_size_bytes, options.max_entries, options.env, options.trust_shared_directory};
+    KILN_ASSIGN_OR_RETURN(state->local, DirectoryStore::open(local));
+    if (!options.remote_url.empty()) {
+      KILN_ASSIGN_OR_RETURN(RedisAddress address, parse_redis_url(options.remote_url));
+      auto remote = std::make_unique<RemoteCacheStore>(
+          RedisKeyValueStore::create_lazy(address, options.remote_timeout_ms),
+          options.remote_secret, address.to_string());
+      state->tiered = std::make_unique<TieredCacheStore>(state->local.get(), std::move(remote),
+                                                         options.remote_read_only, state->env());
+    }
+  }
+  return std::shared_ptr<CompilationCache>(new CompilationCache(std::move(state)));
+}
+
+Result<std::shared_ptr<CompilationCache>> CompilationCache::open(
+    const CompilationCacheOptions& options) {
+  return cache_parts::open_with_handlers(options, std::make_shared<ErrorHandlers>());
+}
+
+CompilationCache::CompilationCache(std::unique_ptr<State> state) : state_(std::move(state)) {}
+CompilationCache::~CompilationCache() = default;
+
+CacheStore* CompilationCache::store() const { return state_->store(); }
+DirectoryStore* CompilationCache::local_store() const { return state_->local.get(); }
+const CompilationCacheOptions& CompilationCache::options() const { return state_->options; }
+
+int CompilationCache::register_error_handler(CompileErrorHandler handler) {
+  ErrorHandlers& h = *state_->handlers;
+  std::lock_guard<std::mutex> lock(h.mutex);
+  h.handlers[h.next_id] = std::move(handler);
+  return h.next_id++;
+}
+
+void CompilationCache::unregister_error_handler(int id) {
+  ErrorHandlers& h = *state_->handlers;
+  std::lock_guard<std::mutex> lock(h.mutex);
+  h.handlers.erase(id);
+}
+
+Result<CacheKey> CompilationCache::compute_key(const Client& client, const ModuleSource& source,
+                                               const CompileOptions& options) {
+  return cache_parts::compute_key(client, source, resolve_compile_options(options),
+                                  state_->key_policy(), state_->store());
+}
+
+Result<std::shared_ptr<Executable>> CompilationCache::compile_or_get_cached(
+    const Client& client, const ModuleSource& source, const CompileOptions& raw_options,
+    CompileReport* report_out, PgleProfiler* profiler) {
+  State& s = *state_;
+  CompileReport local_report;
+  CompileReport& report = report_out ? *report_out : local_report;
+  report = CompileReport();
+  CompileOptions options = resolve_compile_options(raw_options);
+  // A profile that cannot be used is refused here, loudly, and the plain build is made: it must
+  // never be stored under the PGLE key.
+  if (!options.fdo_profile.empty() && options.fdo_profile != kPgleProfiledSentinel) {
+    if (auto profile = decode_fdo_profile(options.fdo_profile); !profile.ok()) {
+      log::warning("the FDO profile given for " + source.name + " cannot be used: " +
+                   profile.status().message() + "; compiling the plain build without it");
+      options.fdo_profile.clear();
+      report.pgle = "profile rejected";
+    }
+  }
+  if (s.store() == nullptr) {
+    s.task_event("task_disabled_cache");
+    bool auto_pgle = s.options.enable_pgle && s.options.pgle_profiling_runs > 0;
+    if ((auto_pgle || s.options.expect_pgle) && report.pgle.empty()) {
+      bool with_profile = auto_pgle && !options.fdo_profile.empty();
+      report.pgle = with_profile ? "optimised" : "first pass";
+      if (!with_profile) options.env_option_overrides.emplace_back(kPgleInstrumentOverride, "true");
+    }
+    return compile_uncached(s, client, source, options, report);
+  }
+
+  auto key_start = Clock::now();
+  KILN_ASSIGN_OR_RETURN(KeyChoice choice,
+                        choose_key(*this, s, client, source, options, report, profiler));
+  report.key_ms = ms_since(key_start);
+  if (!choice.key.ok()) {
+    // A module that does not parse fails in the compiler with the user-facing diagnostics.
+    if (choice.key.status().code() != StatusCode::kInvalidArgument)
+      log::error("cannot compute the compilation cache key: " + choice.key.status().to_string());
+    return compile_uncached(s, client, source, choice.options, report);
+  }
+  const CacheKey& key = *choice.key;
+  report.key = key.key;
+  report.module_name = key.module_name;
+
+  // One compile per key; the memory tier answers repeats.
+  std::unique_lock<std::mutex> lock(s.mutex);
+  s.in_flight_done.wait(lock, [&] { return s.in_flight.count(key.key) == 0; });
+  if (auto exe = s.memory.get(key.key)) {
+    report.cache = "hit";
+    report.from_memory = true;
+    return exe;
+  }
+  s.in_flight.insert(key.key);
+  bool check_contents = s.options.check_contents && s.verified_keys.insert(key.key).second;
+  lock.unlock();
+  InFlight release{s, key.key};
+  s.task_event("tasks_using_cache");
+  monitoring::record_event("compile_requests_use_cache");
+
+  auto read_start = Clock::now();
+  KILN_ASSIGN_OR_RETURN(std::optional<DecodedCacheEntry> stored,
+                        read_entry(s, key, choice.prefetched));
+  if (stored && !check_contents) {
+    if (auto exe = load_entry(s, key, *stored, read_start, report)) {
+      std::lock_guard<std::mutex> l(s.mutex);
+      s.memory.put(key.key, exe);
+      return exe;
+    }
+    stored.reset();
+  }
+
+  report.cache = "miss";
+  std::string miss =
+      "PERSISTENT COMPILATION CACHE MISS for '" + key.module_name + "' with key '" + key.key + "'";
+  s.options.explain_cache_misses ? log::warning(miss) : log::debug(miss);
+  monitoring::record_event("cache_misses");
+  s.store()->count("misses");
+  KILN_ASSIGN_OR_RETURN(
+      std::shared_ptr<Executable> exe,
+      compile_missing(s, client, source, choice.options, key,
+                      check_contents ? stored : std::optional<DecodedCacheEntry>(), report));
+  std::lock_guard<std::mutex> l(s.mutex);
+  s.memory.put(key.key, exe);
+  return exe;
+}
+
+Result<std::string> CompilationCache::compile_or_get_cached_serialized(
+    const Client& client, const ModuleSource& source, const CompileOptions& raw_options,
+    CompileReport* report_out) {
+  State& s = *state_;
+  CompileReport local_report;
+  CompileReport& report = report_out ? *report_out : local_report;
+  report = CompileReport();
+  CompileOptions options = resolve_compile_options(raw_options);
+  auto compile = [&]() -> Result<std::string> {
+    auto start = Clock::now();
+    auto bytes = client.compile_serialized(source, options);
+    report.compile_ms = ms_since(start);
+    report.compiled = true;
+    if (!bytes.ok()) return s.handlers->apply(bytes.status());
+    return bytes;
+  };
+  if (s.store() == nullptr) return compile();
+  KILN_ASSIGN_OR_RETURN(CacheKey key, compute_key(client, source, options));
+  report.key = key.key;
+  report.module_name = key.module_name;
+  std::optional<std::pair<std::string, std::string>> none;
+  KILN_ASSIGN_OR_RETURN(std::optional<DecodedCacheEntry> stored, read_entry(s, key, none));
+  if (stored) {
+    report.cache = "hit";
+    s.store()->count("hits");
+    return std::move(stored->payload);
+  }
+  report.cache = "miss";
+  s.store()->count("misses");
+  KILN_ASSIGN_OR_RETURN(std::string serialized, compile());
+  KILN_RETURN_IF_ERROR(cache_parts::write_entry(client, *s.store(), key, report, s.write_policy(),
+                                                [&] { return serialized; }));
+  return serialized;
+}
+
+CompilationCacheOptions CompilationCacheOptions::from_flags() {
+  CompilationCacheOptions o;
+  o.enabled = config::get_bool("KILN_ENABLE_COMPILATION_CACHE");
+  o.directory = cache_directory();
+  o.max_size_bytes = config::get_int("KILN_COMPILATION_CACHE_MAX_SIZE");
+  o.max_entries = config::get_int("KILN_COMPILATION_CACHE_MAX_ENTRIES");
+  o.min_compile_time_secs = config::get_double("KILN_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS");
+  o.min_entry_size_bytes = config::get_int("KILN_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES");
+  o.raise_errors = config::get_bool("KILN_RAISE_PERSISTENT_CACHE_ERRORS");
+  o.check_contents = config::get_bool("KILN_COMPILATION_CACHE_CHECK_CONTENTS");
+  o.explain_cache_misses = config::get_bool("KILN_EXPLAIN_CACHE_MISSES");
+  o.log_compiles = config::get_bool("KILN_LOG_COMPILES");
+  o.include_metadata_in_key = config::get_bool("KILN_COMPILATION_CACHE_INCLUDE_METADATA_IN_KEY");
+  o.key_tag = *config::get_string("KILN_CACHE_KEY_TAG");
+  o.trust_shared_directory = config::get_bool("KILN_CACHE_TRUST_SHARED_DIR");
+  o.writer_process = config::get_int("KILN_CACHE_WRITER");
+  o.remote_url = *config::get_string("KILN_REMOTE_CACHE");
+  o.remote_secret = *config::get_string("KILN_REMOTE_CACHE_SECRET");
+  o.remote_timeout_ms = config::get_int("KILN_REMOTE_CACHE_TIMEOUT_MS");
+  o.remote_read_only = config::get_bool("KILN_REMOTE_CACHE_READ_ONLY");
+  o.share_binary_between_hosts = config::get_bool("KILN_SHARE_BINARY_BETWEEN_HOSTS");
+  o.share_timeout_ms = config::get_int("KILN_SHARE_BINARY_BETWEEN_HOSTS_TIMEOUT_MS");
+  o.enable_pgle = config::get_bool("KILN_ENABLE_PGLE");
+  o.pgle_profiling_runs = config::get_int("KILN_PGLE_PROFILING_RUNS");
+  o.expect_pgle = config::get_bool("KILN_COMPILATION_CACHE_EXPECT_PGLE");
+  return o;
+}
+
+std::string CompilationCacheOptions::describe() const {
+  auto flag = [](bool b) { return b ? "1" : "0"; };
+  return std::string("enabled=") + flag(enabled) + ";directory=" + directory +
+         ";max_size=" + std::to_string(max_size_bytes) +
+         ";max_entries=" + std::to_string(max_entries) +
+         ";min_compile_secs=" + std::to_string(min_compile_time_secs) +
+         ";min_entry_size=" + std::to_string(min_entry_size_bytes) +
+         ";raise=" + flag(raise_errors) + ";check_contents=" + flag(check_contents) +
+         ";explain=" + flag(explain_cache_misses) + ";log_compiles=" + flag(log_compiles) +
+         ";metadata=" + flag(include_metadata_in_key) + ";tag=" + key_tag +
+         ";trust_shared=" + flag(trust_shared_directory) +
+         ";writer=" + std::to_string(writer_process) + ";remote=" + remote_url +
+         ";secret=" + sha256_hex(remote_secret) +
+         ";remote_timeout=" + std::to_string(remote_timeout_ms) +
+         ";remote_read_only=" + flag(remote_read_only) +
+         ";share=" + flag(share_binary_between_hosts) +
+         ";share_timeout=" + std::to_string(share_timeout_ms) + ";pgle=" + flag(enable_pgle) +
+         ";pgle_runs=" + std::to_string(pgle_profiling_runs) + ";expect_pgle=" + flag(expect_pgle) +
+         ";memory=" + std::to_string(memory_capacity) +
+         ";env=" + std::to_string(reinterpret_cast<uintptr_t>(env));
+}
+
+}  // namespace kiln

@@ -1,0 +1,211 @@
+// CompilationCache as an object an application holds: two caches in one process are two tenants
+// that never see each other's entries, handlers or counters; the process default follows the flags.
+#include "kiln/compilation_cache.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "kiln/compile.h"
+#include "kiln/config.h"
+#include "kiln/file.h"
+#include "kiln/logging.h"
+#include "test_support.h"
+
+namespace kiln::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+const char* kScale = R"(module @scale {
+  func.func @scale(%a: tensor<8xf32>) -> tensor<8xf32> {
+    %r = arith.addf %a, %a : tensor<8xf32>
+    return %r : tensor<8xf32>
+  }
+})";
+
+const char* kBroken = R"(module @broken {
+  func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {
+    %r = "custom.op"(%a) : (tensor<4xf32>) -> tensor<4xf32>
+    return %r : tensor<4xf32>
+  }
+})";
+
+std::shared_ptr<CompilationCache> open_cache(const std::string& directory) {
+  CompilationCacheOptions options;
+  options.directory = directory;
+  auto cache = CompilationCache::open(options);
+  EXPECT_TRUE(cache.ok()) << cache.status().to_string();
+  return cache.ok() ? *cache : nullptr;
+}
+
+size_t entries_in(const std::string& directory) {
+  auto names = Env::posix()->list_dir(directory + "/entries");
+  size_t n = 0;
+  if (names.ok())
+    for (const auto& name : *names) n += name.rfind("alias-", 0) != 0;
+  return n;
+}
+
+// The bug this object fixes: a library with cache directory B got `hit (memory)` for a module
+// only directory A had stored.
+TEST(CompilationCacheTest, TwoCachesInOneProcessNeverSeeEachOthersEntries) {
+  TempDir a_dir, b_dir;
+  auto a = open_cache(a_dir.path());
+  auto b = open_cache(b_dir.path());
+  ASSERT_TRUE(a && b);
+  ModuleSource source{kScale, "<test>"};
+  CompileReport report;
+  ASSERT_TRUE(a->compile_or_get_cached(shared_client(), source, {}, &report).ok());
+  EXPECT_EQ(report.cache, "miss");
+  ASSERT_TRUE(a->compile_or_get_cached(shared_client(), source, {}, &report).ok());
+  EXPECT_TRUE(report.from_memory);
+
+  ASSERT_TRUE(b->compile_or_get_cached(shared_client(), source, {}, &report).ok());
+  EXPECT_EQ(report.cache, "miss") << "B served an executable only A had";
+  EXPECT_FALSE(report.from_memory);
+  EXPECT_TRUE(report.compiled);
+  EXPECT_EQ(entries_in(a_dir.path()), 1u);
+  EXPECT_EQ(entries_in(b_dir.path()), 1u);
+
+  auto a_stats = a->local_store()->stats();
+  auto b_stats = b->local_store()->stats();
+  ASSERT_TRUE(a_stats.ok() && b_stats.ok());
+  EXPECT_EQ(a_stats->counters["misses"], 1);
+  EXPECT_EQ(b_stats->counters["misses"], 1);
+
+  // A fresh cache on A's directory (another process, or a restart) loads A's entry from disk.
+  auto a_again = open_cache(a_dir.path());
+  ASSERT_TRUE(a_again->compile_or_get_cached(shared_client(), source, {}, &report).ok());
+  EXPECT_EQ(report.cache, "hit");
+  EXPECT_FALSE(report.from_memory);
+}
+
+TEST(CompilationCacheTest, ErrorHandlersBelongToTheirCache) {
+  TempDir a_dir, b_dir;
+  auto a = open_cache(a_dir.path());
+  auto b = open_cache(b_dir.path());
+  ASSERT_TRUE(a && b);
+  a->register_error_handler([](const Status&) -> std::optional<Status> {
+    return invalid_argument("tenant A's message");
+  });
+  ModuleSource source{kBroken, "<test>"};
+  auto from_a = a->compile_or_get_cached(shared_client(), source, {});
+  auto from_b = b->compile_or_get_cached(shared_client(), source, {});
+  ASSERT_FALSE(from_a.ok());
+  ASSERT_FALSE(from_b.ok());
+  EXPECT_THAT(from_a.status().message(), HasSubstr("tenant A's message"));
+  EXPECT_THAT(from_b.status().message(), ::testing::Not(HasSubstr("tenant A's message")));
+}
+
+TEST(CompilationCacheTest, ADisabledCacheCompilesEveryTimeAndWritesNothing) {
+  TempDir dir;
+  CompilationCacheOptions options;
+  options.enabled = false;
+  options.directory = dir.path();
+  auto cache = CompilationCache::open(options);
+  ASSERT_TRUE(cache.ok());
+  EXPECT_EQ((*cache)->store(), nullptr);
+  ModuleSource source{kScale, "<test>"};
+  for (int i = 0; i < 2; ++i) {
+    CompileReport report;
+    ASSERT_TRUE((*cache)->compile_or_get_cached(shared_client(), source, {}, &report).ok());
+    EXPECT_EQ(report.cache, "off");
+    EXPECT_TRUE(report.compiled);
+  }
+  EXPECT_FALSE(Env::posix()->file_exists(dir.file("entries")));
+}
+
+TEST(CompilationCacheTest, AnUnusableDirectoryIsAnErrorWhenOpened) {
+  TempDir dir;
+  ASSERT_TRUE(write_file(dir.file("a-file"), "not a directory").ok());
+  CompilationCacheOptions options;
+  options.directory = dir.file("a-file") + "/cache";
+  auto cache = CompilationCache::open(options);
+  ASSERT_FALSE(cache.ok());
+  EXPECT_THAT(cache.status().message(), HasSubstr(dir.file("a-file")));
+}
+
+// With explain-cache-misses on, a write is logged like a miss; a hit's line names the key.
+TEST(CompilationCacheTest, ExplainingLogsWritesAndHitsCarryTheKey) {
+  TempDir dir;
+  std::vector<std::pair<log::Level, std::string>> logs;
+  int sink = log::add_sink([&](log::Level l, const std::string& m) { logs.emplace_back(l, m); });
+  CompilationCacheOptions options;
+  options.directory = dir.path();
+  options.explain_cache_misses = true;
+  options.log_compiles = true;
+  auto cache = CompilationCache::open(options);
+  ASSERT_TRUE(cache.ok());
+  ModuleSource source{kScale, "<test>"};
+  CompileReport miss;
+  ASSERT_TRUE((*cache)->compile_or_get_cached(shared_client(), source, {}, &miss).ok());
+  auto second = CompilationCache::open(options);
+  CompileReport hit;
+  ASSERT_TRUE((*second)->compile_or_get_cached(shared_client(), source, {}, &hit).ok());
+  log::remove_sink(sink);
+  ASSERT_EQ(hit.cache, "hit");
+  bool wrote = false, hit_with_key = false;
+  for (const auto& [level, message] : logs) {
+    wrote =
+        wrote || (message.find("Wrote persistent compilation cache entry") != std::string::npos &&
+                  message.find(miss.key) != std::string::npos);
+    hit_with_key = hit_with_key || (message.find("cache hit") != std::string::npos &&
+                                    message.find(hit.key) != std::string::npos);
+  }
+  EXPECT_TRUE(wrote);
+  EXPECT_TRUE(hit_with_key);
+}
+
+// The default cache follows the flags; a call in flight keeps the cache it started with.
+TEST(CompilationCacheTest, TheDefaultCacheIsOpenedAnewWhenItsFlagsChange) {
+  config::reset();
+  reset_compilation_cache_state();
+  TempDir first, second;
+  ASSERT_TRUE(config::set("KILN_CACHE_DIR", first.path()).ok());
+  auto before = default_compilation_cache();
+  ASSERT_TRUE(before.ok());
+  auto same = default_compilation_cache();
+  EXPECT_EQ(before->get(), same->get());
+  ASSERT_TRUE(config::set("KILN_CACHE_DIR", second.path()).ok());
+  auto after = default_compilation_cache();
+  ASSERT_TRUE(after.ok());
+  EXPECT_NE(before->get(), after->get());
+  EXPECT_EQ((*before)->options().directory, first.path());
+  EXPECT_EQ((*after)->options().directory, second.path());
+  // The old one still works for whoever holds it.
+  CompileReport report;
+  ASSERT_TRUE(
+      (*before)->compile_or_get_cached(shared_client(), {kScale, "<test>"}, {}, &report).ok());
+  EXPECT_EQ(entries_in(first.path()), 1u);
+  EXPECT_EQ(entries_in(second.path()), 0u);
+  config::reset();
+  reset_compilation_cache_state();
+}
+
+// Many threads of one application on one cache: one compile, everyone gets the same executable.
+TEST(CompilationCacheTest, ConcurrentCallersShareOneCompile) {
+  TempDir dir;
+  auto cache = open_cache(dir.path());
+  ASSERT_TRUE(cache);
+  std::vector<std::thread> threads;
+  std::vector<std::shared_ptr<Executable>> got(4);
+  std::vector<CompileReport> reports(4);
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&, i] {
+      auto exe = cache->compile_or_get_cached(shared_client(), {kScale, "<test>"}, {}, &reports[i]);
+      if (exe.ok()) got[i] = *exe;
+    });
+  for (auto& t : threads) t.join();
+  int compiled = 0;
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_NE(got[i], nullptr);
+    EXPECT_EQ(got[i], got[0]);
+    compiled += reports[i].compiled;
+  }
+  EXPECT_EQ(compiled, 1);
+}
+
+}  // namespace
+}  // namespace kiln::testing
