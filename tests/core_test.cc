@@ -9,6 +9,7 @@
 #include "backend/cpu/pipeline.h"
 #include "compile/text_canonical.h"
 #include "core/digest.h"
+#include "core/tensor_memory.h"
 #include "kiln/config.h"
 #include "kiln/file.h"
 #include "kiln/npy.h"
@@ -193,6 +194,41 @@ TEST(FileTest, ReadsExactlyTheBytesWithoutOverallocating) {
   auto missing = read_file(dir.file("absent"));
   ASSERT_FALSE(missing.ok());
   EXPECT_THAT(missing.status().message(), ::testing::HasSubstr("cannot open"));
+}
+
+// Large tensor blocks are reused by later requests they fit (a program's next run finds its
+// buffers again without page faults), and very large ones go back to the kernel when released.
+TEST(TensorMemoryTest, LargeBlocksAreReusedAndHugeOnesReturned) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "under AddressSanitizer every block comes from malloc (for its red zones)";
+#endif
+  TensorMemoryStats before = tensor_memory_stats();
+  size_t large = (size_t{6} << 20) + 123;
+  char* first = static_cast<char*>(allocate_tensor_memory(large, 64));
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % 64, 0u);
+  first[0] = 1;
+  first[large - 1] = 2;
+  release_tensor_memory(first);
+  char* again = static_cast<char*>(allocate_tensor_memory(large, 64));
+  EXPECT_EQ(again, first) << "a released block of the same size is not reused";
+  release_tensor_memory(again);
+  TensorMemoryStats kept = tensor_memory_stats();
+  EXPECT_EQ(kept.mapped_bytes - before.mapped_bytes, int64_t{8} << 20);  // whole huge pages
+
+  size_t huge = size_t{40} << 20;
+  void* big = allocate_tensor_memory(huge, 64);
+  ASSERT_NE(big, nullptr);
+  EXPECT_GE(tensor_memory_stats().mapped_bytes, kept.mapped_bytes + int64_t(huge));
+  release_tensor_memory(big);
+  EXPECT_EQ(tensor_memory_stats().mapped_bytes, kept.mapped_bytes);
+
+  // Small blocks and unusual alignments come from malloc and are released the same way.
+  void* small = allocate_tensor_memory(100, 128);
+  ASSERT_NE(small, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(small) % 128, 0u);
+  release_tensor_memory(small);
+  release_tensor_memory(nullptr);
 }
 
 TEST(PipelineTest, DisabledPassesAreLeftOut) {

@@ -129,7 +129,7 @@ Result<Buffer> Buffer::allocate(DType dtype, std::vector<int64_t> shape) {
                               ": out of memory");
   std::memset(storage, 0, rounded);
   return Buffer(dtype, std::move(shape), storage,
-                std::shared_ptr<void>(storage, [](void* p) { std::free(p); }));
+                std::shared_ptr<void>(storage, release_tensor_memory));
 }
 
 Buffer::Buffer(DType dtype, std::vector<int64_t> shape) {

@@ -67,13 +67,14 @@ Result<std::string> read_file(const std::string& path) {
 Result<FileBytes> read_file_bytes(const std::string& path) {
   size_t size = 0;
   KILN_ASSIGN_OR_RETURN(int fd, open_for_reading(path, &size));
-  char* block = static_cast<char*>(allocate_tensor_memory(size, 64));
+  char* block = static_cast<char*>(map_memory(size));
   if (block == nullptr) {
     close(fd);
     return resource_exhausted("cannot read " + path + ": out of memory for its " +
                               std::to_string(size) + " bytes");
   }
-  std::shared_ptr<const char> owner(block, [](const char* p) { std::free(const_cast<char*>(p)); });
+  std::shared_ptr<const char> owner(
+      block, [size](const char* p) { unmap_memory(const_cast<char*>(p), size); });
   std::string beyond;
   Result<size_t> done = read_into(fd, path, block, size, &beyond);
   close(fd);

@@ -46,8 +46,8 @@ bool call_checking_allocations(PackedEntry entry, void** args, std::string& erro
 
 }  // namespace kiln::cpu
 
-// The generic allocation functions MLIR's memref lowering calls. Results are released with
-// free(), like those of malloc, so buffers returned to the caller are freed the same way.
+// The generic allocation functions MLIR's memref lowering calls. Buffers returned to the caller
+// are released the same way, with release_tensor_memory.
 extern "C" void* _mlir_memref_to_llvm_alloc(size_t size) {
   void* p = kiln::allocate_tensor_memory(size, alignof(std::max_align_t));
   if (p == nullptr) kiln::cpu::allocation_failed(size);
@@ -60,4 +60,4 @@ extern "C" void* _mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t siz
   return p;
 }
 
-extern "C" void _mlir_memref_to_llvm_free(void* p) { std::free(p); }
+extern "C" void _mlir_memref_to_llvm_free(void* p) { kiln::release_tensor_memory(p); }

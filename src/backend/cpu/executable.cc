@@ -25,6 +25,7 @@
 #include "backend/cpu/host_callback_dispatch.h"
 #include "backend/cpu/host_features.h"
 #include "core/machine_memory.h"
+#include "core/tensor_memory.h"
 
 namespace kiln {
 namespace {
@@ -56,8 +57,9 @@ Result<TensorType> tensor_type_from_json(const nlohmann::json& j) {
   return TensorType{dtype, j.at("shape").get<std::vector<int64_t>>(), j.value("scalar", false)};
 }
 
-// Generated code mallocs its temporaries on every call; glibc's default trimming and mmap
-// thresholds would hand big blocks back to the kernel each time and fault them in again.
+// Generated code allocates its temporaries on every call; glibc's default trimming and mmap
+// thresholds would hand blocks back to the kernel each time and fault them in again. (Blocks of
+// 1 MiB and more do not come from malloc at all: core/tensor_memory.h.)
 void keep_freed_memory_for_reuse() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -641,7 +643,7 @@ Result<std::vector<Buffer>> Executable::execute(const std::string& entry_name,
     size_t element_size = dtype_size(type.dtype);
     if (entry->results_owned) {
       std::shared_ptr<void>& owner = owners[d.allocated()];
-      if (!owner) owner = std::shared_ptr<void>(d.allocated(), [](void* p) { std::free(p); });
+      if (!owner) owner = std::shared_ptr<void>(d.allocated(), release_tensor_memory);
       if (is_dense_row_major(d)) {
         results.emplace_back(type.dtype, shape, d.aligned() + d.offset() * element_size, owner);
         continue;
