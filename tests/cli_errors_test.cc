@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <fstream>
 
+#include "kiln/config.h"
 #include "kiln/npy.h"
 #include "test_support.h"
 
@@ -287,6 +288,31 @@ TEST(CliTest, CompileThenRunTheExecutableWithoutCompiling) {
   ASSERT_TRUE(out.ok());
   // With all-ones inputs: hidden = 64 + 1 = 65 per unit, output = 128 * 65 + 1.
   EXPECT_FLOAT_EQ(out->as<float>()[0], 128 * 65 + 1);
+}
+
+// `kiln flags` lists every flag with the value in effect and where it came from.
+TEST(FlagsCommandTest, ListsEveryFlagWithItsValueAndSource) {
+  ProcessResult r = run_process({kiln_binary(), "--set", "KILN_LOG_COMPILES=true", "flags"},
+                                {"KILN_CACHE_WRITER=3"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const config::FlagInfo& f : config::all_flags())
+    EXPECT_THAT(r.out, HasSubstr(f.name + " = ")) << f.name << " is not listed";
+  EXPECT_THAT(r.out, HasSubstr("KILN_LOG_COMPILES = true (set)"));
+  EXPECT_THAT(r.out, HasSubstr("KILN_CACHE_WRITER = 3 (environment)"));
+  EXPECT_THAT(r.out, HasSubstr("KILN_ENABLE_COMPILATION_CACHE = true (default)"));
+  EXPECT_THAT(r.out, HasSubstr("integer from -1 to 65535"));
+  EXPECT_THAT(r.out, HasSubstr("in the cache key: as a flag"));
+  EXPECT_THAT(r.out, HasSubstr("in the cache key: through the compile options"));
+}
+
+// docs/FLAGS.md is what `kiln flags --markdown` prints: regenerate it when a flag changes.
+TEST(FlagsCommandTest, DocsFlagsMdIsGeneratedFromTheRegistry) {
+  ProcessResult r = run_process({kiln_binary(), "flags", "--markdown"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream doc(std::string(KILN_TEST_PROGRAMS_DIR) + "/../../docs/FLAGS.md");
+  ASSERT_TRUE(doc) << "docs/FLAGS.md is missing";
+  std::string text((std::istreambuf_iterator<char>(doc)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, r.out) << "regenerate: build/bin/kiln flags --markdown > docs/FLAGS.md";
 }
 
 }  // namespace

@@ -34,6 +34,18 @@ struct FlagInfo {
 };
 const std::vector<FlagInfo>& all_flags();
 
+// A flag as it stands now, for `kiln flags` and docs/FLAGS.md.
+struct FlagState {
+  FlagInfo info;
+  std::string type;    // "boolean", "integer from -1 to ...", "one of a, b", "effort level", "text"
+  std::string value;   // the value in effect
+  std::string source;  // "default", "environment" or "set" (from code or --set)
+  // How it reaches the cache key: "as a flag", "through the compile options", "as the key's tag",
+  // "in how the module is hashed", or "no" (it never changes generated code).
+  std::string in_key;
+};
+std::vector<FlagState> flag_states();
+
 // name → value of the flags that change generated code, sorted by name (a cache key component).
 std::map<std::string, std::string> codegen_flag_values();
 

@@ -184,7 +184,8 @@ const FlagInfo* find_flag(const std::string& name) {
 
 struct Registry {
   std::mutex mutex;
-  std::map<std::string, std::string> values;  // resolved: override > environment > default
+  std::map<std::string, std::string> values;   // resolved: override > environment > default
+  std::map<std::string, std::string> sources;  // where each value came from
   bool loaded = false;
 
   std::vector<Status> environment_errors;
@@ -197,11 +198,13 @@ struct Registry {
     for (const FlagInfo& f : flag_table()) {
       const char* env = std::getenv(f.name.c_str());
       values[f.name] = f.default_value;
+      sources[f.name] = "default";
       if (env == nullptr) continue;
       if (Status valid = check_value(f, env); !valid.ok()) {
         environment_errors.push_back(valid);
       } else {
         values[f.name] = env;
+        sources[f.name] = "environment";
       }
     }
     loaded = true;
@@ -254,6 +257,7 @@ Status set(const std::string& name, const std::string& value) {
   if (it == r.values.end()) return invalid_argument("unknown kiln flag " + name);
   KILN_RETURN_IF_ERROR(check_value(*find_flag(name), value));
   it->second = value;
+  r.sources[name] = "set";
   return Status();
 }
 
@@ -273,9 +277,44 @@ void reset() {
   std::lock_guard<std::mutex> lock(r.mutex);
   r.loaded = false;
   r.values.clear();
+  r.sources.clear();
 }
 
 const std::vector<FlagInfo>& all_flags() { return flag_table(); }
+
+std::vector<FlagState> flag_states() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.load_locked();
+  std::vector<FlagState> states;
+  for (const FlagInfo& f : flag_table()) {
+    ValueRule rule = rule_for(f);
+    std::string type = "text";
+    if (rule.kind == ValueRule::kBool) type = "boolean";
+    if (rule.kind == ValueRule::kInt || rule.kind == ValueRule::kNumber)
+      type = std::string(rule.kind == ValueRule::kInt ? "integer" : "number") + " from " +
+             format_bound(rule.min) + " to " + format_bound(rule.max);
+    if (rule.kind == ValueRule::kEffortLevel) type = "effort level (O0..O3, UNKNOWN)";
+    if (rule.kind == ValueRule::kChoice) {
+      type = "one of ";
+      for (size_t k = 0; k < rule.choices.size(); ++k)
+        type += (k ? ", " : "") + (rule.choices[k].empty() ? "\"\"" : rule.choices[k]);
+    }
+    std::string in_key = f.affects_codegen ? "as a flag" : "no";
+    static const std::map<std::string, std::string> kOtherwise = {
+        {"KILN_OPTIMIZATION_LEVEL", "through the compile options"},
+        {"KILN_MEMORY_FITTING_LEVEL", "through the compile options"},
+        {"KILN_DISABLE_MOST_OPTIMIZATIONS", "through the compile options"},
+        {"KILN_COMPILER_ENABLE_REMAT_PASS", "through the compile options"},
+        {"KILN_PROFILE_VERSION", "through the compile options"},
+        {"KILN_CACHE_KEY_TAG", "as the key's tag"},
+        {"KILN_COMPILATION_CACHE_INCLUDE_METADATA_IN_KEY", "in how the module is hashed"},
+    };
+    if (auto it = kOtherwise.find(f.name); it != kOtherwise.end()) in_key = it->second;
+    states.push_back({f, type, r.values[f.name], r.sources[f.name], in_key});
+  }
+  return states;
+}
 
 std::map<std::string, std::string> codegen_flag_values() {
   std::map<std::string, std::string> out;

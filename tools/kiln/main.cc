@@ -13,6 +13,7 @@
 
 #include "backend/cpu/pipeline.h"
 #include "cache_command.h"
+#include "flags_command.h"
 #include "core/digest.h"
 #include "kiln/cache.h"
 #include "kiln/client.h"
@@ -938,6 +939,7 @@ int main(int argc, char** argv) {
   app.add_option("--set", flag_settings, "set a kiln flag: --set KILN_NAME=value (repeatable)");
   app.add_option("--cache-dir", cache_dir, "the persistent cache directory (KILN_CACHE_DIR)");
   kiln::cli::add_cache_command(app);
+  kiln::cli::add_flags_command(app);
 
   CLI11_PARSE(app, argc, argv);
   if (kiln::Status env = kiln::config::check_environment(); !env.ok()) return fail(env);
@@ -956,6 +958,7 @@ int main(int argc, char** argv) {
       return fail(kiln::invalid_argument("KILN_REMOTE_CACHE: " + address.status().message()));
   }
   if (kiln::cli::cache_command_parsed()) return kiln::cli::run_cache_command();
+  if (kiln::cli::flags_command_parsed()) return kiln::cli::run_flags_command();
 
   if (run_cmd->parsed()) return run_command(run);
   if (profile_show_cmd->parsed()) return profile_show_command(profile_what);
