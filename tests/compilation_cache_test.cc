@@ -207,5 +207,19 @@ TEST(CompilationCacheTest, ConcurrentCallersShareOneCompile) {
   EXPECT_EQ(compiled, 1);
 }
 
+// As XLA does, a compile option override the compiler does not know is refused, not keyed.
+TEST(CompilationCacheTest, UnknownCompileOptionOverridesAreRefused) {
+  TempDir dir;
+  auto cache = open_cache(dir.path());
+  ASSERT_TRUE(cache);
+  CompileOptions options;
+  options.env_option_overrides = {{"unroll", "4"}};
+  auto exe = cache->compile_or_get_cached(shared_client(), {kScale, "<test>"}, options);
+  ASSERT_FALSE(exe.ok());
+  EXPECT_EQ(exe.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(exe.status().message(), HasSubstr("No such compile option: 'unroll'"));
+  EXPECT_EQ(entries_in(dir.path()), 0u);
+}
+
 }  // namespace
 }  // namespace kiln::testing

@@ -307,21 +307,25 @@ TEST_F(CompileOptionsTest, DeviceAssignmentShapeIsValidated) {
   EXPECT_THAT(flat_bad.status().message(), ::testing::HasSubstr("num_partitions is 2"));
 }
 
-TEST_F(CompileOptionsTest, EffortLevelOverridesMoveOntoTheOptionsAndTheRestKeepTheirOrder) {
+// Mirrors JAX's compile options tests: effort-level overrides move onto the options; a name the
+// compiler does not know is refused ("No such compile option"), never silently keyed.
+TEST_F(CompileOptionsTest, EffortLevelOverridesMoveOntoTheOptionsAndUnknownNamesAreRefused) {
   auto o = get_compile_options(1, 1, std::vector<std::vector<int>>{},
-                               {{"zeta", "1"},
-                                {"optimization_level", "O3"},
-                                {"alpha", "2"},
-                                {"memory_fitting_level", "19"}});
+                               {{"optimization_level", "O3"},
+                                {"memory_fitting_level", "19"},
+                                {"disabled_passes", "canonicalize"}});
   ASSERT_TRUE(o.ok());
   EXPECT_EQ(o->optimization_level, EffortLevel::kO3);
   EXPECT_EQ(o->memory_fitting_level, EffortLevel::kO1);
-  ASSERT_EQ(o->env_option_overrides.size(), 2u);
-  EXPECT_EQ(o->env_option_overrides[0].first, "zeta");
-  EXPECT_EQ(o->env_option_overrides[1].first, "alpha");
+  EXPECT_EQ(o->disabled_passes, std::vector<std::string>{"canonicalize"});
+  EXPECT_TRUE(o->env_option_overrides.empty());
   auto bad =
       get_compile_options(1, 1, std::vector<std::vector<int>>{}, {{"optimization_level", "O9"}});
   EXPECT_FALSE(bad.ok());
+  auto unknown = get_compile_options(1, 1, std::vector<std::vector<int>>{}, {{"zeta", "1"}});
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(unknown.status().message(), ::testing::HasSubstr("No such compile option: 'zeta'"));
 }
 
 TEST_F(CompileOptionsTest, DisableMostOptimizationsAndRematFlagKeepTheUsersPasses) {
@@ -335,14 +339,23 @@ TEST_F(CompileOptionsTest, DisableMostOptimizationsAndRematFlagKeepTheUsersPasse
                                                           "linalg-fuse-elementwise-ops"}));
 }
 
-TEST_F(CompileOptionsTest, ProfileVersionFlagBeatsHookBeatsNone) {
-  auto none = get_compile_options(1, 1, std::vector<std::vector<int>>{});
-  EXPECT_EQ(none->profile_version, 0);
+// Mirrors the seed's profile-version precedence: a positive flag wins; else the hook's version,
+// unless the hook gives 0 (an error of the hook's); no hook, or 0, means "do not retrieve" (-1).
+TEST_F(CompileOptionsTest, ProfileVersionPositiveFlagBeatsHookBeatsNone) {
+  auto version = [] {
+    return get_compile_options(1, 1, std::vector<std::vector<int>>{})->profile_version;
+  };
+  EXPECT_EQ(version(), kNoProfileDontRetrieve);
   set_profile_version_hook([] { return int64_t{7}; });
-  EXPECT_EQ(get_compile_options(1, 1, std::vector<std::vector<int>>{})->profile_version, 7);
+  EXPECT_EQ(version(), 7);
   ASSERT_TRUE(config::set("KILN_PROFILE_VERSION", "-1").ok());
-  EXPECT_EQ(get_compile_options(1, 1, std::vector<std::vector<int>>{})->profile_version,
-            kNoProfileDontRetrieve);
+  EXPECT_EQ(version(), 7) << "only a positive flag overrides the hook";
+  ASSERT_TRUE(config::set("KILN_PROFILE_VERSION", "5").ok());
+  EXPECT_EQ(version(), 5);
+  ASSERT_TRUE(config::set("KILN_PROFILE_VERSION", "0").ok());
+  set_profile_version_hook([] { return int64_t{0}; });
+  EXPECT_EQ(version(), kNoProfileDontRetrieve);
+  set_profile_version_hook(nullptr);
 }
 
 TEST_F(CompileOptionsTest, DetailedLoggingFollowsTheOpCountBound) {

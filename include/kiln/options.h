@@ -40,7 +40,7 @@ struct CompileOptions {
   int num_partitions = 1;
   // Device ids, replicas × partitions; empty = the backend's default assignment.
   std::vector<std::vector<int>> device_assignment;
-  // Backend option overrides left after get_compile_options took out the effort levels, in order.
+  // Backend option overrides, in order (compile_or_get_cached refuses names kiln does not know).
   std::vector<std::pair<std::string, std::string>> env_option_overrides;
   // Feedback-directed optimisation profile bytes (PGLE); empty = none.
   std::string fdo_profile;
@@ -59,10 +59,12 @@ void set_profile_version_hook(ProfileVersionHook hook);
 // The seed's get_compile_options: validates the device assignment (2-D replicas × partitions, or
 // 1-D when num_partitions == 1; a mismatch names both numbers), takes "optimization_level" and
 // "memory_fitting_level" out of `env_option_overrides` onto the options (keeping the rest in
-// order), applies KILN_DISABLE_MOST_OPTIMIZATIONS and KILN_COMPILER_ENABLE_REMAT_PASS=false (which
-// adds "linalg-fuse-elementwise-ops" to `disabled_passes` without dropping the caller's names),
-// picks the profile version (KILN_PROFILE_VERSION flag > hook > none) and sets detailed logging
-// when `module_op_count` reaches KILN_COMPILER_DETAILED_LOGGING_MIN_OPS.
+// order) and "disabled_passes" onto `disabled_passes`; any other name is refused ("No such compile
+// option"). Applies KILN_DISABLE_MOST_OPTIMIZATIONS and KILN_COMPILER_ENABLE_REMAT_PASS=false
+// (which adds "linalg-fuse-elementwise-ops" to `disabled_passes` without dropping the caller's
+// names), picks the profile version as the seed does (a positive KILN_PROFILE_VERSION; else the
+// hook's version unless it is 0; else kNoProfileDontRetrieve) and sets detailed logging when
+// `module_op_count` reaches KILN_COMPILER_DETAILED_LOGGING_MIN_OPS.
 Result<CompileOptions> get_compile_options(
     int num_replicas, int num_partitions, const std::vector<std::vector<int>>& device_assignment,
     const std::vector<std::pair<std::string, std::string>>& env_option_overrides = {},

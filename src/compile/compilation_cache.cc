@@ -60,6 +60,16 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// As XLA does: a name the compiler does not know would change the key and nothing else.
+Status check_option_overrides(const CompileOptions& options) {
+  for (const auto& [name, value] : options.env_option_overrides)
+    if (name != kPgleInstrumentOverride)
+      return invalid_argument("No such compile option: '" + name +
+                              "' (set effort levels and disabled passes on CompileOptions, or "
+                              "through get_compile_options)");
+  return Status();
+}
+
 double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
@@ -348,6 +358,7 @@ Result<std::shared_ptr<Executable>> CompilationCache::compile_or_get_cached(
   CompileReport local_report;
   CompileReport& report = report_out ? *report_out : local_report;
   report = CompileReport();
+  KILN_RETURN_IF_ERROR(check_option_overrides(raw_options));
   CompileOptions options = resolve_compile_options(raw_options);
   // A profile that cannot be used is refused here, loudly, and the plain build is made: it must
   // never be stored under the PGLE key.
@@ -433,6 +444,7 @@ Result<std::string> CompilationCache::compile_or_get_cached_serialized(
   CompileReport local_report;
   CompileReport& report = report_out ? *report_out : local_report;
   report = CompileReport();
+  KILN_RETURN_IF_ERROR(check_option_overrides(raw_options));
   CompileOptions options = resolve_compile_options(raw_options);
   auto compile = [&]() -> Result<std::string> {
     auto start = Clock::now();

@@ -48,7 +48,10 @@ const std::vector<FlagInfo>& flag_table() {
        "modules with at least this many operations get detailed compile logs", false},
       {"KILN_LOG_LEVEL", "warning", "debug, info, warning or error", false},
       {"KILN_COMPILER_ENABLE_REMAT_PASS", "", "false: disable rematerialising fusion", false},
-      {"KILN_PROFILE_VERSION", "0", "FDO profile version (0 none, -1 never fetch)", false},
+      {"KILN_PROFILE_VERSION", "0",
+       "FDO profile version: a positive value wins; otherwise the registered hook's version, or -1 "
+       "(do not retrieve)",
+       false},
       {"KILN_REMOTE_CACHE", "", "remote cache tier: redis://[user:pass@]host:port[/db]", false},
       {"KILN_REMOTE_CACHE_SECRET", "", "HMAC secret every remote entry must be signed with", false},
       {"KILN_REMOTE_CACHE_TIMEOUT_MS", "500", "per-request timeout of the remote cache", false},

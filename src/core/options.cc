@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "kiln/config.h"
+#include "kiln/logging.h"
 
 namespace kiln {
 
@@ -116,7 +117,10 @@ Result<CompileOptions> get_compile_options(
     } else if (name == "disabled_passes") {
       add_passes(value);  // comma separated, trimmed, no duplicates
     } else {
-      o.env_option_overrides.emplace_back(name, value);
+      // As XLA does: a name the compiler does not know would change the key and nothing else.
+      return invalid_argument("No such compile option: '" + name +
+                              "' (kiln's compile options: optimization_level, "
+                              "memory_fitting_level, disabled_passes)");
     }
   }
   if (config::get_bool("KILN_DISABLE_MOST_OPTIMIZATIONS")) o.optimization_level = EffortLevel::kO0;
@@ -124,12 +128,21 @@ Result<CompileOptions> get_compile_options(
   if (remat.ok() && !remat->empty() && !config::get_bool("KILN_COMPILER_ENABLE_REMAT_PASS"))
     add_passes(kRematPass);  // added to, never replacing, the caller's list
   o.fdo_profile = std::move(fdo_profile);
+  // The seed's precedence: a positive flag; else the hook's version, where it gives one other
+  // than 0 (0 is an error of the hook's); else "none, do not retrieve".
   int64_t flag_version = config::get_int("KILN_PROFILE_VERSION");
-  if (flag_version != 0) {
+  o.profile_version = kNoProfileDontRetrieve;
+  if (flag_version > 0) {
     o.profile_version = flag_version;
   } else {
     std::lock_guard<std::mutex> lock(hook_mutex());
-    o.profile_version = hook() ? hook()() : 0;
+    int64_t hooked = hook() ? hook()() : kNoProfileDontRetrieve;
+    if (hooked != 0) {
+      o.profile_version = hooked;
+    } else {
+      log::error("the profile version hook returned 0; this should not happen (using " +
+                 std::to_string(kNoProfileDontRetrieve) + ")");
+    }
   }
   o.detailed_logging = module_op_count >= config::get_int("KILN_COMPILER_DETAILED_LOGGING_MIN_OPS");
   return o;
