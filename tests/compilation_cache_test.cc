@@ -69,11 +69,10 @@ TEST(CompilationCacheTest, TwoCachesInOneProcessNeverSeeEachOthersEntries) {
   EXPECT_EQ(entries_in(a_dir.path()), 1u);
   EXPECT_EQ(entries_in(b_dir.path()), 1u);
 
-  auto a_stats = a->local_store()->stats();
-  auto b_stats = b->local_store()->stats();
-  ASSERT_TRUE(a_stats.ok() && b_stats.ok());
-  EXPECT_EQ(a_stats->counters["misses"], 1);
-  EXPECT_EQ(b_stats->counters["misses"], 1);
+  EXPECT_EQ(a->counters()["misses"], 1);
+  EXPECT_EQ(a->counters()["memory_hits"], 1);
+  EXPECT_EQ(b->counters()["misses"], 1);
+  EXPECT_EQ(b->counters()["hits"], 0);
 
   // A fresh cache on A's directory (another process, or a restart) loads A's entry from disk.
   auto a_again = open_cache(a_dir.path());
@@ -219,6 +218,45 @@ TEST(CompilationCacheTest, UnknownCompileOptionOverridesAreRefused) {
   EXPECT_EQ(exe.status().code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(exe.status().message(), HasSubstr("No such compile option: 'unroll'"));
   EXPECT_EQ(entries_in(dir.path()), 0u);
+}
+
+// Mirrors JAX's LRU cache tests: with eviction off a hit writes nothing (no ledger update, no
+// access-time touch); with a bound set, one O(1) touch of that entry's time and nothing else.
+TEST(CompilationCacheTest, ReadsDoNotWrite) {
+  for (bool bounded : {false, true}) {
+    TempDir dir;
+    CompilationCacheOptions options;
+    options.directory = dir.path();
+    if (bounded) options.max_size_bytes = int64_t{1} << 30;
+    ModuleSource source{kScale, "<test>"};
+    {
+      auto writer = CompilationCache::open(options);
+      ASSERT_TRUE((*writer)->compile_or_get_cached(shared_client(), source, {}).ok());
+    }
+    auto names = Env::posix()->list_dir(dir.file("entries"));
+    ASSERT_TRUE(names.ok());
+    std::string entry;
+    for (const std::string& n : *names)
+      if (n.rfind("alias-", 0) != 0) entry = dir.file("entries/" + n);
+    ASSERT_FALSE(entry.empty());
+    ASSERT_TRUE(Env::posix()->set_mtime_micros(entry, 1'000'000).ok());
+    auto ledger_before = read_file(dir.file("ledger.json"));
+    ASSERT_TRUE(ledger_before.ok());
+
+    auto reader = CompilationCache::open(options);  // another process, say
+    CompileReport report;
+    ASSERT_TRUE((*reader)->compile_or_get_cached(shared_client(), source, {}, &report).ok());
+    ASSERT_EQ(report.cache, "hit");
+    EXPECT_EQ((*reader)->counters()["hits"], 1);
+    EXPECT_EQ(*read_file(dir.file("ledger.json")), *ledger_before) << "a hit rewrote the ledger";
+    auto mtime = Env::posix()->mtime_micros(entry);
+    ASSERT_TRUE(mtime.ok());
+    if (bounded) {
+      EXPECT_GT(*mtime, 1'000'000) << "with eviction on, a hit records its use";
+    } else {
+      EXPECT_EQ(*mtime, 1'000'000) << "with eviction off, a hit touched the entry";
+    }
+  }
 }
 
 }  // namespace

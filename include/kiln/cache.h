@@ -91,7 +91,8 @@ struct DirectoryStoreOptions {
 // first writer wins, readers never see a partial entry). A small ledger (DIR/ledger.json, updated
 // under DIR/lock) keeps the totals and counters, so get and put never scan the directory; only
 // eviction, when a bound is crossed, lists the entries and drops the least recently used (last use
-// is recorded in each entry's mtime, set by kiln, not the filesystem's atime) down to 90 %.
+// is recorded in each entry's mtime, set by kiln, not the filesystem's atime, and only when a bound
+// is set: without one a read writes nothing) down to 90 %.
 class DirectoryStore : public CacheStore {
  public:
   static Result<std::unique_ptr<DirectoryStore>> open(const DirectoryStoreOptions& options);

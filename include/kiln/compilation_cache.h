@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -96,6 +97,11 @@ class CompilationCache {
   // The local directory store alone (maintenance commands); null when disabled.
   DirectoryStore* local_store() const;
   const CompilationCacheOptions& options() const;
+  // This cache's counts since it was opened, kept in memory (a read never writes to the store):
+  // requests, hits (memory_hits of them from the memory tier), misses, writes, corrupt,
+  // skipped_writes.<reason>. Writes, evictions and corrupt entries are also counted in the
+  // store's ledger (`kiln cache stats`).
+  std::map<std::string, int64_t> counters() const;
 
   // Internal: what open assembles (State is defined in the library only).
   struct State;

@@ -120,8 +120,10 @@ Result<std::optional<std::string>> DirectoryStore::get(const std::string& key) {
     if (!options_.env->file_exists(path)) return std::optional<std::string>();  // evicted meanwhile
     return bytes.status();
   }
-  // Record the use for LRU; a failure here only makes eviction order less exact.
-  (void)options_.env->set_mtime_micros(path, options_.env->now_micros());
+  // With eviction on, record the use for LRU (one O(1) touch; a failure only makes eviction order
+  // less exact). Without bounds a read writes nothing.
+  if (options_.max_size_bytes > 0 || options_.max_entries > 0)
+    (void)options_.env->set_mtime_micros(path, options_.env->now_micros());
   return std::optional<std::string>(std::move(*bytes));
 }
 

@@ -70,6 +70,18 @@ Result<std::string> sync_profile(const Client& client, const CompileOptions& opt
                                  const CacheKey& empty_profile_key, std::string profile,
                                  int64_t timeout_ms);
 
+// --- counters of one cache, in memory: reads never write to the store (memory_tier.cc)
+
+class Counters {
+ public:
+  void add(const std::string& name, int64_t delta = 1);
+  std::map<std::string, int64_t> snapshot() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::string, int64_t> values_;
+};
+
 // --- write policy (write_policy.cc)
 
 struct WritePolicy {
@@ -84,7 +96,9 @@ struct WritePolicy {
 
 // Writes the entry unless a gate (in the seed's order) says not to; each skip is recorded in
 // `report.skipped_write` with its reason. Fails only with `raise_errors`.
-Status write_entry(const Client& client, CacheStore& store, const CacheKey& key,
+// Skips are counted in `counters` ("skipped_writes.<reason>"): a process that does not write
+// leaves the store untouched.
+Status write_entry(const Client& client, CacheStore& store, Counters& counters, const CacheKey& key,
                    CompileReport& report, const WritePolicy& policy,
                    const std::function<std::string()>& payload);
 

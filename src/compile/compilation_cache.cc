@@ -26,6 +26,7 @@ struct CompilationCache::State {
 
   std::mutex mutex;
   cache_parts::MemoryTier memory{64};
+  cache_parts::Counters counters;
   // One compile per key at a time: later callers wait for the first.
   std::set<std::string> in_flight;
   std::condition_variable in_flight_done;
@@ -195,6 +196,7 @@ Result<std::optional<DecodedCacheEntry>> read_entry(
   if (!decoded.ok()) {
     monitoring::record_event("cache_corrupt");
     store.count("corrupt");
+    s.counters.add("corrupt");
     log::warning("Persistent compilation cache entry for '" + module + "' with key '" + key.key +
                  "' is corrupt (" + decoded.status().message() + "); recompiling");
     (void)store.remove(key.key);  // the recompile writes a good one
@@ -213,6 +215,7 @@ std::shared_ptr<Executable> load_entry(CompilationCache::State& s, const CacheKe
   if (!exe.ok()) {
     monitoring::record_event("cache_corrupt");
     store.count("corrupt");
+    s.counters.add("corrupt");
     log::warning("Persistent compilation cache entry for '" + module + "' does not load (" +
                  exe.status().message() + "); recompiling");
     (void)store.remove(key.key);
@@ -221,7 +224,7 @@ std::shared_ptr<Executable> load_entry(CompilationCache::State& s, const CacheKe
   double retrieval_ms = ms_since(read_start);
   report.cache = "hit";
   report.retrieval_ms = retrieval_ms;
-  store.count("hits");
+  s.counters.add("hits");
   std::string line =
       "Persistent compilation cache hit for '" + module + "' with key '" + key.key + "'";
   s.options.log_compiles ? log::warning(line) : log::debug(line);
@@ -272,7 +275,8 @@ Result<std::shared_ptr<Executable>> compile_missing(
                         "': the stored executable differs from a fresh compile of the same key");
     }
   }
-  KILN_RETURN_IF_ERROR(cache_parts::write_entry(client, *s.store(), key, report, s.write_policy(),
+  KILN_RETURN_IF_ERROR(cache_parts::write_entry(client, *s.store(), s.counters, key, report,
+                                                s.write_policy(),
                                                 [&] { return exe->serialize(); }));
   return exe;
 }
@@ -331,6 +335,9 @@ CompilationCache::~CompilationCache() = default;
 CacheStore* CompilationCache::store() const { return state_->store(); }
 DirectoryStore* CompilationCache::local_store() const { return state_->local.get(); }
 const CompilationCacheOptions& CompilationCache::options() const { return state_->options; }
+std::map<std::string, int64_t> CompilationCache::counters() const {
+  return state_->counters.snapshot();
+}
 
 int CompilationCache::register_error_handler(CompileErrorHandler handler) {
   ErrorHandlers& h = *state_->handlers;
@@ -401,12 +408,16 @@ Result<std::shared_ptr<Executable>> CompilationCache::compile_or_get_cached(
   if (auto exe = s.memory.get(key.key)) {
     report.cache = "hit";
     report.from_memory = true;
+    s.counters.add("requests");
+    s.counters.add("hits");
+    s.counters.add("memory_hits");
     return exe;
   }
   s.in_flight.insert(key.key);
   bool check_contents = s.options.check_contents && s.verified_keys.insert(key.key).second;
   lock.unlock();
   InFlight release{s, key.key};
+  s.counters.add("requests");
   s.task_event("tasks_using_cache");
   monitoring::record_event("compile_requests_use_cache");
 
@@ -427,7 +438,7 @@ Result<std::shared_ptr<Executable>> CompilationCache::compile_or_get_cached(
       "PERSISTENT COMPILATION CACHE MISS for '" + key.module_name + "' with key '" + key.key + "'";
   s.options.explain_cache_misses ? log::warning(miss) : log::debug(miss);
   monitoring::record_event("cache_misses");
-  s.store()->count("misses");
+  s.counters.add("misses");
   KILN_ASSIGN_OR_RETURN(
       std::shared_ptr<Executable> exe,
       compile_missing(s, client, source, choice.options, key,
@@ -462,14 +473,14 @@ Result<std::string> CompilationCache::compile_or_get_cached_serialized(
   KILN_ASSIGN_OR_RETURN(std::optional<DecodedCacheEntry> stored, read_entry(s, key, none));
   if (stored) {
     report.cache = "hit";
-    s.store()->count("hits");
+    s.counters.add("hits");
     return std::move(stored->payload);
   }
   report.cache = "miss";
-  s.store()->count("misses");
+  s.counters.add("misses");
   KILN_ASSIGN_OR_RETURN(std::string serialized, compile());
-  KILN_RETURN_IF_ERROR(cache_parts::write_entry(client, *s.store(), key, report, s.write_policy(),
-                                                [&] { return serialized; }));
+  KILN_RETURN_IF_ERROR(cache_parts::write_entry(client, *s.store(), s.counters, key, report,
+                                                s.write_policy(), [&] { return serialized; }));
   return serialized;
 }
 

@@ -1,4 +1,5 @@
-// The memory tier: executables this cache has loaded, most recently used first.
+// The memory tier: executables this cache has loaded, most recently used first; and the cache's
+// in-memory counters.
 #include "compile/cache_parts.h"
 
 namespace kiln::cache_parts {
@@ -18,6 +19,16 @@ void MemoryTier::put(const std::string& key, std::shared_ptr<Executable> executa
     by_key_.erase(lru_.back().first);
     lru_.pop_back();
   }
+}
+
+void Counters::add(const std::string& name, int64_t delta) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  values_[name] += delta;
+}
+
+std::map<std::string, int64_t> Counters::snapshot() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return values_;
 }
 
 }  // namespace kiln::cache_parts

@@ -5,13 +5,13 @@
 
 namespace kiln::cache_parts {
 
-Status write_entry(const Client& client, CacheStore& store, const CacheKey& key,
+Status write_entry(const Client& client, CacheStore& store, Counters& counters, const CacheKey& key,
                    CompileReport& report, const WritePolicy& policy,
                    const std::function<std::string()>& payload) {
   const std::string& module = key.module_name;
   auto skip = [&](const std::string& reason, const std::string& counter) {
     report.skipped_write = reason;
-    store.count("skipped_writes." + counter);
+    counters.add("skipped_writes." + counter);
     std::string line = "Not writing persistent cache entry for '" + module + "': " + reason;
     policy.explain ? log::warning(line) : log::debug(line);
   };
@@ -55,6 +55,7 @@ Status write_entry(const Client& client, CacheStore& store, const CacheKey& key,
     return Status();
   }
   store.count("writes");
+  counters.add("writes");
   monitoring::record_event("cache_writes");
   if (policy.explain)
     log::warning("Wrote persistent compilation cache entry for '" + module + "' with key '" +

@@ -52,8 +52,9 @@ bool is_alias(const std::string& key) { return key.rfind("alias-", 0) == 0; }
 int stats_command(DirectoryStore& store) {
   auto stats = store.stats();
   if (!stats.ok()) return fail(stats.status());
-  for (const char* name :
-       {"hits", "misses", "writes", "corrupt", "evictions", "read_errors", "write_errors"})
+  // What was written to the directory; hits and misses are the reading process's own (a read
+  // writes nothing): `kiln run --json` reports them per call.
+  for (const char* name : {"writes", "corrupt", "evictions", "read_errors", "write_errors"})
     stats->counters.emplace(name, 0);
   // The ledger counts every file; raw-bytes alias records (tiny) are not executables. Listing the
   // directory is fine here, off the hot path.
