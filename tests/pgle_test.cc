@@ -460,18 +460,36 @@ TEST(PgleCliTest, RunPgleProfilesRecompilesAndAFreshProcessLoadsTheResult) {
       << refused.err;
 }
 
-TEST(PgleJobTest, Case2EveryProcessCompilesWithTheLeadersProfile) {
+// Mirrors JAX's PGLE tests of profile sharing in a job: every process compiles with the leader's
+// profile, with the persistent cache on or off.
+class PgleJobTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(PgleJobTest, Case2EveryProcessCompilesWithTheLeadersProfile) {
+  bool cache_on = GetParam();
   testing::RedisServer server;
   TempDir dir;
   constexpr int kProcesses = 3;
   std::vector<pid_t> pids;
   for (int i = 0; i < kProcesses; ++i) {
-    pids.push_back(testing::spawn_process(
-        {kiln_binary(), "--cache-dir", dir.file("cache" + std::to_string(i)), "run",
-         program_path("pgle_mlp.mlir"), "--pgle", "--repeat", "4", "--coordinator", server.url(),
-         "--num-processes", std::to_string(kProcesses), "--process-id", std::to_string(i), "--job",
-         "pgle-job"},
-        {}, dir.file(std::to_string(i) + ".out"), dir.file(std::to_string(i) + ".err")));
+    std::vector<std::string> argv = {kiln_binary(),
+                                     "--cache-dir",
+                                     dir.file("cache" + std::to_string(i)),
+                                     "run",
+                                     program_path("pgle_mlp.mlir"),
+                                     "--pgle",
+                                     "--repeat",
+                                     "4",
+                                     "--coordinator",
+                                     server.url(),
+                                     "--num-processes",
+                                     std::to_string(kProcesses),
+                                     "--process-id",
+                                     std::to_string(i),
+                                     "--job",
+                                     "pgle-job"};
+    if (!cache_on) argv.push_back("--no-cache");
+    pids.push_back(testing::spawn_process(argv, {}, dir.file(std::to_string(i) + ".out"),
+                                          dir.file(std::to_string(i) + ".err")));
   }
   std::vector<std::string> measured(kProcesses), used(kProcesses);
   std::regex digests("profile measured here ([0-9a-f]{16}), compiled with ([0-9a-f]{16})");
@@ -486,6 +504,9 @@ TEST(PgleJobTest, Case2EveryProcessCompilesWithTheLeadersProfile) {
   }
   for (int i = 0; i < kProcesses; ++i) EXPECT_EQ(used[i], measured[0]) << "process " << i;
 }
+
+INSTANTIATE_TEST_SUITE_P(CacheOnOrOff, PgleJobTest, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "CacheOn" : "CacheOff"; });
 
 }  // namespace
 }  // namespace kiln

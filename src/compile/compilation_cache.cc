@@ -171,6 +171,32 @@ Result<KeyChoice> choose_key(CompilationCache& cache, CompilationCache::State& s
   return choice;
 }
 
+// PGLE with the cache off follows the same rules: the first pass is instrumented, and every
+// process of a job recompiles with the leader's profile (shared under the key it would have).
+Status prepare_uncached_pgle(CompilationCache::State& s, const Client& client,
+                             const ModuleSource& source, CompileOptions& options,
+                             CompileReport& report) {
+  bool auto_pgle = s.options.enable_pgle && s.options.pgle_profiling_runs > 0;
+  if (!(auto_pgle || s.options.expect_pgle) || !report.pgle.empty()) return Status();
+  if (!auto_pgle || options.fdo_profile.empty()) {
+    report.pgle = "first pass";
+    options.env_option_overrides.emplace_back(kPgleInstrumentOverride, "true");
+    return Status();
+  }
+  report.pgle = "optimised";
+  CompileOptions no_profile = options;
+  no_profile.fdo_profile.clear();
+  auto empty_key = cache_parts::compute_key(client, source, no_profile, s.key_policy(), nullptr);
+  if (empty_key.ok()) {
+    KILN_ASSIGN_OR_RETURN(
+        options.fdo_profile,
+        cache_parts::sync_profile(client, options, *empty_key, std::move(options.fdo_profile),
+                                  s.options.share_timeout_ms));
+  }
+  report.profile_digest = sha256_hex(options.fdo_profile);
+  return Status();
+}
+
 // The stored entry under `key`, decoded; a damaged one is counted, removed and reported absent.
 Result<std::optional<DecodedCacheEntry>> read_entry(
     CompilationCache::State& s, const CacheKey& key,
@@ -379,12 +405,7 @@ Result<std::shared_ptr<Executable>> CompilationCache::compile_or_get_cached(
   }
   if (s.store() == nullptr) {
     s.task_event("task_disabled_cache");
-    bool auto_pgle = s.options.enable_pgle && s.options.pgle_profiling_runs > 0;
-    if ((auto_pgle || s.options.expect_pgle) && report.pgle.empty()) {
-      bool with_profile = auto_pgle && !options.fdo_profile.empty();
-      report.pgle = with_profile ? "optimised" : "first pass";
-      if (!with_profile) options.env_option_overrides.emplace_back(kPgleInstrumentOverride, "true");
-    }
+    KILN_RETURN_IF_ERROR(prepare_uncached_pgle(s, client, source, options, report));
     return compile_uncached(s, client, source, options, report);
   }
 
