@@ -240,6 +240,25 @@ TEST_F(PgleFlowTest, ProfilesNRunsRecompilesOnceAndNeverAgain) {
     EXPECT_EQ(p->executable()->info().kernels[i].fingerprint, kernels[i].fingerprint);
 }
 
+// Cached executables are immutable: a program profiling its runs does not turn the shared
+// executable into a profiled one for everybody else who got it from the cache.
+TEST_F(PgleFlowTest, ProfilingIsPerCallNotStateOfTheSharedExecutable) {
+  auto profiled = program();
+  ASSERT_NE(profiled, nullptr);
+  ASSERT_TRUE(profiled->profiling());
+  CompileReport report;
+  auto shared = compile_or_get_cached(testing::shared_client(), source_, CompileOptions(), &report);
+  ASSERT_TRUE(shared.ok()) << shared.status().to_string();
+  ASSERT_TRUE(report.from_memory);
+  ASSERT_EQ(*shared, profiled->executable()) << "the cache should hand out the same executable";
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE((*shared)->execute("main", inputs_).ok());
+  EXPECT_EQ(profiled->profiler()->runs_recorded(), 0)
+      << "another caller's runs were recorded into this program's profile";
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(profiled->execute("main", inputs_).ok());
+  EXPECT_EQ(profiled->profiler()->runs_recorded(), 3);  // after one warm-up run
+  EXPECT_EQ(profiled->recompiles(), 1);
+}
+
 TEST_F(PgleFlowTest, Case1ThePgleEntryIsLoadedAndNothingIsProfiled) {
   run_flow(4);
   forget_memory();

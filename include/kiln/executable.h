@@ -98,17 +98,17 @@ class Executable {
   // REQUIRES: nothing. Returns kNotFound naming the available entries when `name` is unknown.
   Result<const EntryPoint*> find_entry(const std::string& name) const;
 
-  // PGLE builds report each kernel's time to the attached profiler on every run (and, in a first
-  // pass, run the candidate it picks). Without a profiler they run the default candidates untimed.
-  void attach_profiler(std::shared_ptr<PgleProfiler> profiler);
-  std::shared_ptr<PgleProfiler> profiler() const;
-
   // Runs `entry` with `inputs` (checked against its signature) and returns its results.
   // Tensor inputs are never written: an entry that computes into one of its arguments
   // (`outs(%arg)`) gets a copy, so every run sees the caller's values. Memref-level programs
   // (mlir-runner style) may write their memref arguments, as they would under mlir-runner.
   Result<std::vector<Buffer>> execute(const std::string& entry,
                                       const std::vector<Buffer>& inputs) const;
+  // The same, timing each kernel of a PGLE build into `profiler` (and, in a first pass, running
+  // the candidate it picks). The profiler belongs to this call, not to the executable, which the
+  // cache shares between all its callers: without one, the default candidates run untimed.
+  Result<std::vector<Buffer>> execute(const std::string& entry, const std::vector<Buffer>& inputs,
+                                      PgleProfiler* profiler) const;
   // Runs every replica on its own inputs (`inputs_per_replica[r]`), concurrently, each on its
   // assigned device; results come back in replica order.
   Result<std::vector<ReplicaResult>> execute_replicated(
@@ -127,8 +127,6 @@ class Executable {
   double load_ms_ = 0;
   void* library_handle_ = nullptr;
   std::vector<void*> entry_functions_;  // parallel to entry_points_
-  mutable std::mutex profiler_mutex_;
-  std::shared_ptr<PgleProfiler> profiler_;
 };
 
 }  // namespace kiln

@@ -36,6 +36,8 @@ class ProfileGuidedProgram {
   const CompileReport& first_report() const { return first_report_; }
   const CompileReport& last_report() const { return last_report_; }
   const std::shared_ptr<PgleProfiler>& profiler() const { return profiler_; }
+  // Times every later run into `costs` (e.g. the optimised build's kernels); null stops it.
+  void observe_runs(std::shared_ptr<PgleProfiler> costs) { observer_ = std::move(costs); }
   // Wall time of the recompile (key, cache lookup, compile, load) inside the execute that did it.
   double recompile_ms() const { return recompile_ms_; }
 
@@ -46,6 +48,7 @@ class ProfileGuidedProgram {
   ModuleSource source_;
   CompileOptions options_;
   std::shared_ptr<PgleProfiler> profiler_;
+  std::shared_ptr<PgleProfiler> observer_;
   std::shared_ptr<Executable> executable_;
   std::string fdo_profile_;
   int recompiles_ = 0;

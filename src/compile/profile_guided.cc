@@ -23,7 +23,6 @@ Result<std::unique_ptr<ProfileGuidedProgram>> ProfileGuidedProgram::create(const
   // Only an instrumented first pass has anything to measure.
   if (program->executable_->info().kernels.empty() || program->first_report_.pgle != "first pass")
     program->profiler_->disable();
-  if (program->profiler_->enabled()) program->executable_->attach_profiler(program->profiler_);
   return program;
 }
 
@@ -31,9 +30,11 @@ bool ProfileGuidedProgram::profiling() const { return profiler_->enabled() && !p
 
 Result<std::vector<Buffer>> ProfileGuidedProgram::execute(const std::string& entry,
                                                           const std::vector<Buffer>& inputs) {
-  KILN_ASSIGN_OR_RETURN(std::vector<Buffer> outputs, executable_->execute(entry, inputs));
+  // The profiler goes with each call: the executable itself is the cache's, shared and immutable.
+  PgleProfiler* timing =
+      profiler_->enabled() && !profiler_->done() ? profiler_.get() : observer_.get();
+  KILN_ASSIGN_OR_RETURN(std::vector<Buffer> outputs, executable_->execute(entry, inputs, timing));
   if (recompiles_ == 0 && profiler_->enabled() && profiler_->done()) {
-    executable_->attach_profiler(nullptr);
     profiler_->disable();
     fdo_profile_ = profiler_->fdo_profile();
     CompileOptions with_profile = options_;

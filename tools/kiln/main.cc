@@ -272,7 +272,7 @@ int run_pgle(kiln::ProfileGuidedProgram& program, const kiln::EntryPoint& ep,
           re.profile_digest.substr(0, 16).c_str());
       if (!program.executable()->info().kernels.empty()) {
         final_costs = std::make_shared<kiln::PgleProfiler>(1 << 30, percentile);
-        program.executable()->attach_profiler(final_costs);
+        program.observe_runs(final_costs);
       }
     }
   }

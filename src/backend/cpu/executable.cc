@@ -535,16 +535,6 @@ Result<std::vector<ReplicaResult>> Executable::execute_replicated(
   return out;
 }
 
-void Executable::attach_profiler(std::shared_ptr<PgleProfiler> profiler) {
-  std::lock_guard<std::mutex> lock(profiler_mutex_);
-  profiler_ = std::move(profiler);
-}
-
-std::shared_ptr<PgleProfiler> Executable::profiler() const {
-  std::lock_guard<std::mutex> lock(profiler_mutex_);
-  return profiler_;
-}
-
 Result<const EntryPoint*> Executable::find_entry(const std::string& name) const {
   std::string names;
   for (const EntryPoint& e : entry_points_) {
@@ -557,6 +547,12 @@ Result<const EntryPoint*> Executable::find_entry(const std::string& name) const 
 
 Result<std::vector<Buffer>> Executable::execute(const std::string& entry_name,
                                                 const std::vector<Buffer>& inputs) const {
+  return execute(entry_name, inputs, nullptr);
+}
+
+Result<std::vector<Buffer>> Executable::execute(const std::string& entry_name,
+                                                const std::vector<Buffer>& inputs,
+                                                PgleProfiler* profiler) const {
   KILN_ASSIGN_OR_RETURN(const EntryPoint* entry, find_entry(entry_name));
   if (inputs.size() != entry->inputs.size()) {
     return invalid_argument("entry '" + entry->name + "' takes " +
@@ -617,7 +613,7 @@ Result<std::vector<Buffer>> Executable::execute(const std::string& entry_name,
   bool called = false;
   std::string allocation_error;
   cpu::CallbackErrorScope callback_errors;
-  std::shared_ptr<PgleProfiler> profiler = info_.kernels.empty() ? nullptr : this->profiler();
+  if (info_.kernels.empty()) profiler = nullptr;
   if (profiler && profiler->enabled()) {
     ActiveRun run{this, profiler->begin_run(), &info_.kernels,
                   std::vector<KernelSample>(info_.kernels.size()),
