@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
 #include <set>
 
 #include "kiln/compile.h"
 #include "kiln/config.h"
 #include "kiln/file.h"
 #include "kiln/logging.h"
+#include "kiln/monitoring.h"
 #include "test_support.h"
 
 namespace kiln::testing {
@@ -132,6 +134,45 @@ TEST_F(CompileOnlyTest, ForThisHostItKeysLikeTheRealClientAndTheRealClientHitsIt
   EXPECT_EQ(run.cache, "hit");
   EXPECT_EQ(run.key, filled.key);
   EXPECT_FALSE(run.compiled);
+}
+
+// The compile-only path follows the loading path's rules (JAX's AOT tests): hit and miss lines
+// with the key, the same monitoring events, and check-contents comparing native code.
+TEST_F(CompileOnlyTest, FollowsTheLoadingPathsLogsEventsAndCheckContents) {
+  auto arm = compile_only({"aarch64-unknown-linux-gnu", "neoverse-v1", ""});
+  ASSERT_NE(arm, nullptr);
+  ASSERT_TRUE(config::set("KILN_EXPLAIN_CACHE_MISSES", "true").ok());
+  ASSERT_TRUE(config::set("KILN_LOG_COMPILES", "true").ok());
+  std::map<std::string, int> events;
+  int listener = monitoring::add_event_listener([&](const std::string& e) { ++events[e]; });
+  std::vector<std::string> lines;
+  int sink = log::add_sink([&](log::Level, const std::string& m) { lines.push_back(m); });
+  CompileReport miss, hit;
+  auto first = compile_or_get_cached_serialized(*arm, source_, CompileOptions(), &miss);
+  auto second = compile_or_get_cached_serialized(*arm, source_, CompileOptions(), &hit);
+  ASSERT_TRUE(config::set("KILN_COMPILATION_CACHE_CHECK_CONTENTS", "true").ok());
+  CompileReport checked;
+  auto third = compile_or_get_cached_serialized(*arm, source_, CompileOptions(), &checked);
+  log::remove_sink(sink);
+  monitoring::remove_listener(listener);
+  ASSERT_TRUE(first.ok() && second.ok()) << first.status().to_string();
+  ASSERT_TRUE(third.ok()) << third.status().to_string();
+  EXPECT_EQ(miss.cache, "miss");
+  EXPECT_EQ(hit.cache, "hit");
+  EXPECT_TRUE(checked.compiled) << "check-contents recompiles the first lookup of a key";
+  EXPECT_EQ(*first, *second);
+  auto has_line = [&](const std::string& a, const std::string& b) {
+    for (const std::string& l : lines)
+      if (l.find(a) != std::string::npos && l.find(b) != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(has_line("PERSISTENT COMPILATION CACHE MISS", miss.key));
+  EXPECT_TRUE(has_line("Persistent compilation cache hit", hit.key));
+  EXPECT_TRUE(has_line("Wrote persistent compilation cache entry", miss.key));
+  EXPECT_EQ(events["compile_requests_use_cache"], 3);
+  EXPECT_EQ(events["cache_misses"], 2);
+  EXPECT_EQ(events["cache_hits"], 1);
+  EXPECT_EQ(events["cache_writes"], 1);
 }
 
 TEST_F(CompileOnlyTest, OtherTargetsAndDeviceCountsHaveTheirOwnPlatformVersionsAndKeys) {

@@ -70,6 +70,9 @@ class Executable {
   // Every check deserialize makes (header, checksum, metadata, the code's structure and the symbols
   // the metadata names) without loading the code, so no constructor in it runs.
   static Status check_serialized(std::string_view bytes);
+  // The native code inside serialised bytes, as code_bytes() gives it once loaded (compile-only
+  // clients compare builds for another machine this way).
+  static Result<std::string> serialized_code(std::string_view bytes);
   // Same as deserialize(read_file(path)), with fewer copies: the file is mapped, not read.
   static Result<std::shared_ptr<Executable>> deserialize_file(const std::string& path);
   // Builds an executable from its parts (used by the compiler; callers use Client::compile).

@@ -300,6 +300,7 @@ Result<std::shared_ptr<Executable>> compile_missing(
                     "cache verification failed for '" + module + "' with key '" + key.key +
                         "': the stored executable differs from a fresh compile of the same key");
     }
+    return exe;  // verified: the entry is already there
   }
   KILN_RETURN_IF_ERROR(cache_parts::write_entry(client, *s.store(), s.counters, key, report,
                                                 s.write_policy(),
@@ -469,6 +470,8 @@ Result<std::shared_ptr<Executable>> CompilationCache::compile_or_get_cached(
   return exe;
 }
 
+// The compile-only path follows the loading path's rules: the same logs, events, counters,
+// read-error policy and check-contents; only the memory tier and job sharing do not apply.
 Result<std::string> CompilationCache::compile_or_get_cached_serialized(
     const Client& client, const ModuleSource& source, const CompileOptions& raw_options,
     CompileReport* report_out) {
@@ -479,27 +482,64 @@ Result<std::string> CompilationCache::compile_or_get_cached_serialized(
   KILN_RETURN_IF_ERROR(check_option_overrides(raw_options));
   CompileOptions options = resolve_compile_options(raw_options);
   auto compile = [&]() -> Result<std::string> {
-    auto start = Clock::now();
+    int64_t start = s.env()->now_micros();
     auto bytes = client.compile_serialized(source, options);
-    report.compile_ms = ms_since(start);
+    report.compile_ms = static_cast<double>(s.env()->now_micros() - start) / 1000;
     report.compiled = true;
     if (!bytes.ok()) return s.handlers->apply(bytes.status());
+    monitoring::record_duration("backend_compile_duration", report.compile_ms / 1000);
     return bytes;
   };
-  if (s.store() == nullptr) return compile();
+  if (s.store() == nullptr) {
+    s.task_event("task_disabled_cache");
+    return compile();
+  }
+  auto key_start = Clock::now();
   KILN_ASSIGN_OR_RETURN(CacheKey key, compute_key(client, source, options));
+  report.key_ms = ms_since(key_start);
   report.key = key.key;
   report.module_name = key.module_name;
+  bool check_contents;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    check_contents = s.options.check_contents && s.verified_keys.insert(key.key).second;
+  }
+  s.counters.add("requests");
+  s.task_event("tasks_using_cache");
+  monitoring::record_event("compile_requests_use_cache");
+  auto read_start = Clock::now();
   std::optional<std::pair<std::string, std::string>> none;
   KILN_ASSIGN_OR_RETURN(std::optional<DecodedCacheEntry> stored, read_entry(s, key, none));
-  if (stored) {
+  if (stored && !check_contents) {
+    double retrieval_ms = ms_since(read_start);
     report.cache = "hit";
+    report.retrieval_ms = retrieval_ms;
     s.counters.add("hits");
+    std::string line =
+        "Persistent compilation cache hit for '" + key.module_name + "' with key '" + key.key + "'";
+    s.options.log_compiles ? log::warning(line) : log::debug(line);
+    monitoring::record_event("cache_hits");
+    monitoring::record_duration("compile_time_saved_sec",
+                                (stored->metadata.compile_time_ms - retrieval_ms) / 1000.0);
+    monitoring::record_duration("cache_retrieval_time_sec", retrieval_ms / 1000.0);
     return std::move(stored->payload);
   }
   report.cache = "miss";
+  std::string miss =
+      "PERSISTENT COMPILATION CACHE MISS for '" + key.module_name + "' with key '" + key.key + "'";
+  s.options.explain_cache_misses ? log::warning(miss) : log::debug(miss);
+  monitoring::record_event("cache_misses");
   s.counters.add("misses");
   KILN_ASSIGN_OR_RETURN(std::string serialized, compile());
+  if (check_contents && stored) {
+    auto before = Executable::serialized_code(stored->payload);
+    auto now = Executable::serialized_code(serialized);
+    if (!before.ok() || !now.ok() || *before != *now)
+      return Status(StatusCode::kCorruption,
+                    "cache verification failed for '" + key.module_name + "' with key '" + key.key +
+                        "': the stored executable differs from a fresh compile of the same key");
+    return serialized;  // verified: the entry is already there
+  }
   KILN_RETURN_IF_ERROR(cache_parts::write_entry(client, *s.store(), s.counters, key, report,
                                                 s.write_policy(), [&] { return serialized; }));
   return serialized;

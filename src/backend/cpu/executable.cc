@@ -493,6 +493,11 @@ Status Executable::check_serialized(std::string_view bytes) {
   return check_code_matches_metadata(parsed.info, parsed.entries, parsed.callbacks, parsed.object);
 }
 
+Result<std::string> Executable::serialized_code(std::string_view bytes) {
+  KILN_ASSIGN_OR_RETURN(ParsedExecutable parsed, parse_serialized(bytes));
+  return std::string(parsed.object);
+}
+
 Result<std::shared_ptr<Executable>> Executable::deserialize_file(const std::string& path) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return invalid_argument("cannot open " + path + ": " + std::strerror(errno));
