@@ -57,9 +57,10 @@ Result<CacheEntryMetadata> decode_cache_entry_metadata(std::string_view bytes,
 
 // Counters with stable names, kept by the store across processes.
 struct CacheStats {
-  std::map<std::string, int64_t> counters;  // hits, misses, writes, corrupt, evictions, ...
-  int64_t entries = 0;
+  std::map<std::string, int64_t> counters;  // writes, corrupt, evictions, ...
+  int64_t entries = 0;                      // every file, raw-bytes alias records included
   int64_t bytes = 0;
+  int64_t alias_records = 0;  // of `entries`: they never count against the entry bound
 };
 
 class CacheStore {
@@ -92,7 +93,9 @@ struct DirectoryStoreOptions {
 // under DIR/lock) keeps the totals and counters, so get and put never scan the directory; only
 // eviction, when a bound is crossed, lists the entries and drops the least recently used (last use
 // is recorded in each entry's mtime, set by kiln, not the filesystem's atime, and only when a bound
-// is set: without one a read writes nothing) down to 90 %.
+// is set: without one a read writes nothing) until the bounds hold again, keeping as many of the
+// most recently used as fit (JAX's LRUCache). Raw-bytes alias records do not count against the
+// entry bound.
 class DirectoryStore : public CacheStore {
  public:
   static Result<std::unique_ptr<DirectoryStore>> open(const DirectoryStoreOptions& options);

@@ -26,6 +26,9 @@ bool valid_key(const std::string& key) {
 
 constexpr const char* kEntrySuffix = ".kce";
 
+// Raw-bytes alias records ("alias-<digest>"; the file name or the key).
+bool is_alias_key(const std::string& name) { return name.rfind("alias-", 0) == 0; }
+
 }  // namespace
 
 std::string cache_directory() {
@@ -69,6 +72,7 @@ Result<CacheStats> DirectoryStore::read_ledger() {
     stats.entries = j.at("entries").get<int64_t>();
     stats.bytes = j.at("bytes").get<int64_t>();
     stats.counters = j.at("counters").get<std::map<std::string, int64_t>>();
+    stats.alias_records = j.value("alias_records", int64_t{0});
   } catch (const nlohmann::json::exception&) {
     return corruption("cache ledger is damaged");
   }
@@ -76,8 +80,10 @@ Result<CacheStats> DirectoryStore::read_ledger() {
 }
 
 Status DirectoryStore::write_ledger(const CacheStats& stats) {
-  nlohmann::json j{
-      {"entries", stats.entries}, {"bytes", stats.bytes}, {"counters", stats.counters}};
+  nlohmann::json j{{"entries", stats.entries},
+                   {"bytes", stats.bytes},
+                   {"alias_records", stats.alias_records},
+                   {"counters", stats.counters}};
   std::string tmp = options_.directory + "/tmp/ledger-" + unique_suffix(options_.env);
   Status written = options_.env->write_file(tmp, j.dump(), /*sync=*/true);
   if (written.ok()) written = options_.env->rename_file(tmp, options_.directory + "/ledger.json");
@@ -156,14 +162,16 @@ Status DirectoryStore::put(const std::string& key, std::string_view value) {
   auto stats = read_ledger();
   if (!stats.ok()) stats = CacheStats{};
   stats->entries += 1;
+  stats->alias_records += is_alias_key(key) ? 1 : 0;
   stats->bytes += static_cast<int64_t>(value.size());
-  // Crossing a bound evicts down to 90 % of it, so the directory listing this needs stays rare.
+  // Crossing a bound evicts the least recently used until it holds again (only then is the
+  // directory listed).
   bool over_bytes = options_.max_size_bytes >= 0 && stats->bytes > options_.max_size_bytes;
-  bool over_entries = options_.max_entries >= 0 && stats->entries > options_.max_entries;
+  bool over_entries =
+      options_.max_entries >= 0 && stats->entries - stats->alias_records > options_.max_entries;
   if (over_bytes || over_entries) {
-    KILN_RETURN_IF_ERROR(evict_locked(
-        *stats, options_.max_size_bytes >= 0 ? options_.max_size_bytes * 9 / 10 : -1,
-        options_.max_entries >= 0 ? options_.max_entries * 9 / 10 : -1, /*older_than=*/-1));
+    KILN_RETURN_IF_ERROR(evict_locked(*stats, options_.max_size_bytes, options_.max_entries,
+                                      /*older_than=*/-1));
   }
   return write_ledger(*stats);
 }
@@ -175,31 +183,38 @@ Status DirectoryStore::evict_locked(CacheStats& stats, int64_t byte_goal, int64_
     int64_t used;
     uint64_t size;
     std::string path;
+    bool alias;
   };
   std::vector<Item> items;
-  int64_t total = 0;
+  int64_t total = 0, aliases = 0;
   for (const std::string& name : names) {
     std::string path = options_.directory + "/entries/" + name;
     auto used = options_.env->mtime_micros(path);
     auto size = options_.env->file_size(path);
     if (!used.ok() || !size.ok()) continue;
-    items.push_back({*used, *size, path});
+    bool alias = is_alias_key(name);
+    items.push_back({*used, *size, path, alias});
     total += static_cast<int64_t>(*size);
+    aliases += alias ? 1 : 0;
   }
   std::sort(items.begin(), items.end(),
             [](const Item& a, const Item& b) { return a.used < b.used; });
   int64_t count = static_cast<int64_t>(items.size());
   int64_t evicted = 0;
+  // Oldest first, each only while a goal still needs it: the most recently used that fit stay.
   for (const Item& item : items) {
     bool too_old = older_than_micros >= 0 && item.used < older_than_micros;
-    bool need = (byte_goal >= 0 && total > byte_goal) || (entry_goal >= 0 && count > entry_goal);
+    bool need = (byte_goal >= 0 && total > byte_goal) ||
+                (entry_goal >= 0 && !item.alias && count - aliases > entry_goal);
     if (!need && !too_old) continue;
     if (!options_.env->remove_file(item.path).ok()) continue;
     total -= static_cast<int64_t>(item.size);
     --count;
+    aliases -= item.alias ? 1 : 0;
     ++evicted;
   }
   stats.entries = count;
+  stats.alias_records = aliases;
   stats.bytes = total;
   if (evicted > 0) stats.counters["evictions"] += evicted;
   return Status();
@@ -215,6 +230,7 @@ Status DirectoryStore::remove(const std::string& key) {
   auto stats = read_ledger();
   if (!stats.ok()) stats = CacheStats{};
   stats->entries = std::max<int64_t>(0, stats->entries - 1);
+  if (is_alias_key(key)) stats->alias_records = std::max<int64_t>(0, stats->alias_records - 1);
   stats->bytes = std::max<int64_t>(0, stats->bytes - static_cast<int64_t>(*size));
   return write_ledger(*stats);
 }
@@ -251,6 +267,7 @@ Status DirectoryStore::rebuild_ledger() {
     auto size = options_.env->file_size(options_.directory + "/entries/" + name);
     if (!size.ok()) continue;
     fresh.entries += 1;
+    fresh.alias_records += is_alias_key(name) ? 1 : 0;
     fresh.bytes += static_cast<int64_t>(*size);
   }
   return write_ledger(fresh);
