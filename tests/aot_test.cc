@@ -168,7 +168,7 @@ TEST_F(CompileOnlyTest, FollowsTheLoadingPathsLogsEventsAndCheckContents) {
   };
   EXPECT_TRUE(has_line("PERSISTENT COMPILATION CACHE MISS", miss.key));
   EXPECT_TRUE(has_line("Persistent compilation cache hit", hit.key));
-  EXPECT_TRUE(has_line("Wrote persistent compilation cache entry", miss.key));
+  EXPECT_TRUE(has_line("to persistent compilation cache with key", miss.key));
   EXPECT_EQ(events["compile_requests_use_cache"], 3);
   EXPECT_EQ(events["cache_misses"], 2);
   EXPECT_EQ(events["cache_hits"], 1);

@@ -148,7 +148,7 @@ TEST(CompilationCacheTest, ExplainingLogsWritesAndHitsCarryTheKey) {
   bool wrote = false, hit_with_key = false;
   for (const auto& [level, message] : logs) {
     wrote =
-        wrote || (message.find("Wrote persistent compilation cache entry") != std::string::npos &&
+        wrote || (message.find("to persistent compilation cache with key") != std::string::npos &&
                   message.find(miss.key) != std::string::npos);
     hit_with_key = hit_with_key || (message.find("cache hit") != std::string::npos &&
                                     message.find(hit.key) != std::string::npos);

@@ -58,8 +58,8 @@ Status write_entry(const Client& client, CacheStore& store, Counters& counters, 
   counters.add("writes");
   monitoring::record_event("cache_writes");
   if (policy.explain)
-    log::warning("Wrote persistent compilation cache entry for '" + module + "' with key '" +
-                 key.key + "' (" + std::to_string(entry.size()) + " bytes)");
+    log::warning("Wrote '" + module + "' to persistent compilation cache with key '" + key.key +
+                 "' (" + std::to_string(entry.size()) + " bytes)");
   if (policy.expect_pgle)
     log::warning("PERSISTENT CACHE WRITE with key '" + key.key + "' for '" + module +
                  "': this is unexpected because KILN_COMPILATION_CACHE_EXPECT_PGLE is set; the "
