@@ -259,5 +259,36 @@ TEST(CompilationCacheTest, ReadsDoNotWrite) {
   }
 }
 
+// As JAX dumps the module before looking it up, KILN_DUMP_IR_TO gets the input on a hit too, under
+// the name the compiler gives it on a miss.
+TEST(CompilationCacheTest, IrDumpsHappenOnHitsToo) {
+  config::reset();
+  TempDir dir, dumps;
+  ASSERT_TRUE(config::set("KILN_DUMP_IR_TO", dumps.path()).ok());
+  auto cache = open_cache(dir.path());
+  ASSERT_TRUE(cache);
+  ModuleSource source{kScale, "<test>"};
+  ASSERT_TRUE(cache->compile_or_get_cached(shared_client(), source, {}).ok());
+  auto names = Env::posix()->list_dir(dumps.path());
+  ASSERT_TRUE(names.ok());
+  std::string input;
+  for (const std::string& n : *names)
+    if (n.find(".0-input.mlir") != std::string::npos) input = n;
+  ASSERT_FALSE(input.empty()) << "the compile dumped no input";
+  for (const std::string& n : *names) ASSERT_TRUE(Env::posix()->remove_file(dumps.file(n)).ok());
+
+  for (bool fresh_process : {false, true}) {
+    auto reader = fresh_process ? open_cache(dir.path()) : cache;
+    CompileReport report;
+    ASSERT_TRUE(reader->compile_or_get_cached(shared_client(), source, {}, &report).ok());
+    ASSERT_EQ(report.cache, "hit");
+    EXPECT_EQ(report.from_memory, !fresh_process);
+    EXPECT_TRUE(Env::posix()->file_exists(dumps.file(input)))
+        << (fresh_process ? "a persistent hit" : "a memory hit") << " dumped nothing";
+    (void)Env::posix()->remove_file(dumps.file(input));
+  }
+  config::reset();
+}
+
 }  // namespace
 }  // namespace kiln::testing

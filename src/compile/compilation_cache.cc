@@ -10,6 +10,7 @@
 #include "core/digest.h"
 #include "kiln/compile.h"
 #include "kiln/config.h"
+#include "kiln/file.h"
 #include "kiln/kv_store.h"
 #include "kiln/logging.h"
 #include "kiln/monitoring.h"
@@ -195,6 +196,18 @@ Status prepare_uncached_pgle(CompilationCache::State& s, const Client& client,
   }
   report.profile_digest = sha256_hex(options.fdo_profile);
   return Status();
+}
+
+// $KILN_DUMP_IR_TO gets the module on a hit too (the compiler writes it, and every later stage,
+// on a miss): DIR/<module file name>.0-input.mlir, as the compiler names it.
+void dump_input_on_hit(const ModuleSource& source, const CacheKey& key) {
+  std::string dir = *config::get_string("KILN_DUMP_IR_TO");
+  if (dir.empty()) return;
+  auto mlir = source.mlir();
+  if (!mlir.ok()) return;  // dumps are a debugging aid; never fail a hit over them
+  (void)Env::posix()->create_dirs(dir);
+  (void)write_file(dir + "/" + file_name_for_module(key.module_name) + ".0-input.mlir",
+                   mlir->bytes);
 }
 
 // The stored entry under `key`, decoded; a damaged one is counted, removed and reported absent.
@@ -428,6 +441,8 @@ Result<std::shared_ptr<Executable>> CompilationCache::compile_or_get_cached(
   std::unique_lock<std::mutex> lock(s.mutex);
   s.in_flight_done.wait(lock, [&] { return s.in_flight.count(key.key) == 0; });
   if (auto exe = s.memory.get(key.key)) {
+    lock.unlock();
+    dump_input_on_hit(source, key);
     report.cache = "hit";
     report.from_memory = true;
     s.counters.add("requests");
@@ -448,6 +463,7 @@ Result<std::shared_ptr<Executable>> CompilationCache::compile_or_get_cached(
                         read_entry(s, key, choice.prefetched));
   if (stored && !check_contents) {
     if (auto exe = load_entry(s, key, *stored, read_start, report)) {
+      dump_input_on_hit(source, key);
       std::lock_guard<std::mutex> l(s.mutex);
       s.memory.put(key.key, exe);
       return exe;

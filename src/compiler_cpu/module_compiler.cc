@@ -546,8 +546,7 @@ class IrDumper {
  public:
   explicit IrDumper(const std::string& module_name)
       : module_name_(file_name_for_module(module_name)) {
-    if (const char* dir = std::getenv("KILN_DUMP_IR_TO"); dir != nullptr && *dir != '\0')
-      dir_ = dir;
+    dir_ = *config::get_string("KILN_DUMP_IR_TO");
   }
   void mlir(const std::string& stage, mlir::ModuleOp module) {
     if (auto os = open(stage + ".mlir")) module->print(*os);
