@@ -7,6 +7,7 @@
 #include <random>
 
 #include "backend/cpu/host_features.h"
+#include "kiln/config.h"
 #include "kiln/file.h"
 #include "kiln/npy.h"
 #include "test_support.h"
@@ -153,7 +154,7 @@ TEST(DisabledPassTest, DisabledPassesReallyLeaveThePipeline) {
   // Without elementwise fusion, the two generics of the chain stay two loops nests (seen in the
   // IR dump), and the result is unchanged.
   TempDir dumps;
-  setenv("KILN_DUMP_IR_TO", dumps.path().c_str(), 1);
+  ASSERT_TRUE(config::set("KILN_DUMP_IR_TO", dumps.path()).ok());
   auto chain = ModuleSource::from_file(program_path("elementwise.mlir"));
   options.disabled_passes = {};
   auto fused = shared_client().compile(*chain, options);
@@ -161,7 +162,7 @@ TEST(DisabledPassTest, DisabledPassesReallyLeaveThePipeline) {
   options.disabled_passes = {"linalg-fuse-elementwise-ops"};
   auto unfused = shared_client().compile(*chain, options);
   auto unfused_ir = read_file(dumps.file(file_name_for_module("module") + ".1-bufferized.mlir"));
-  unsetenv("KILN_DUMP_IR_TO");
+  ASSERT_TRUE(config::set("KILN_DUMP_IR_TO", "").ok());
   ASSERT_TRUE(fused.ok() && unfused.ok() && fused_ir.ok() && unfused_ir.ok());
   auto count = [](const std::string& text) {
     size_t n = 0;
@@ -182,7 +183,7 @@ namespace {
 
 TEST(VectorizationTest, ConvolutionsAreVectorisedFromO2AndTheStepCanBeDisabled) {
   TempDir dumps;
-  setenv("KILN_DUMP_IR_TO", dumps.path().c_str(), 1);
+  ASSERT_TRUE(config::set("KILN_DUMP_IR_TO", dumps.path()).ok());
   auto source = ModuleSource::from_file(program_path("conv2d.mlir"));
   ASSERT_TRUE(source.ok());
   CompileOptions options;
@@ -192,7 +193,7 @@ TEST(VectorizationTest, ConvolutionsAreVectorisedFromO2AndTheStepCanBeDisabled) 
   options.disabled_passes = {"kiln-vectorize-convolutions"};
   auto scalar = shared_client().compile(*source, options);
   auto scalar_ir = read_file(dumps.file(file_name_for_module("module") + ".1-bufferized.mlir"));
-  unsetenv("KILN_DUMP_IR_TO");
+  ASSERT_TRUE(config::set("KILN_DUMP_IR_TO", "").ok());
   ASSERT_TRUE(vectorised.ok() && scalar.ok() && vectorised_ir.ok() && scalar_ir.ok());
   EXPECT_NE(vectorised_ir->find("vector.contract"), std::string::npos);
   EXPECT_EQ(vectorised_ir->find("linalg.conv_2d_nhwc_hwcf"), std::string::npos);
