@@ -13,8 +13,8 @@
 
 #include "backend/cpu/pipeline.h"
 #include "cache_command.h"
-#include "flags_command.h"
 #include "core/digest.h"
+#include "flags_command.h"
 #include "kiln/cache.h"
 #include "kiln/client.h"
 #include "kiln/compile.h"
