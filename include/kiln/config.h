@@ -23,6 +23,8 @@ double get_double(const std::string& name);
 Status set(const std::string& name, const std::string& value);
 // Environment values that were not valid (each is ignored: its flag keeps the default).
 Status check_environment();
+// The same for one flag: for code that must refuse to go on with its default.
+Status check_environment_of(const std::string& name);
 // Forgets overrides and re-reads the environment (for tests).
 void reset();
 

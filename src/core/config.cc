@@ -82,6 +82,18 @@ const std::vector<FlagInfo>& flag_table() {
        "in a multi-process job, the leader compiles and the others load its executable", false},
       {"KILN_SHARE_BINARY_BETWEEN_HOSTS_TIMEOUT_MS", "1200000",
        "how long followers wait for the leader's executable", false},
+      {"KILN_CPU_DEVICE_COUNT", "1", "virtual CPU devices a client has", false},
+      {"KILN_COMPILER_LIBRARY", "",
+       "path of libkiln_compiler.so (default: next to libkiln), loaded on the first compile",
+       false},
+      {"KILN_ONNX_IMPORT_LIBRARY", "",
+       "path of libkiln_onnx_import.so (default: next to libkiln), loaded on an ONNX miss", false},
+      {"KILN_COORDINATOR", "",
+       "redis://host:port of a multi-process job; with it, the process joins the job at start",
+       false},
+      {"KILN_NUM_PROCESSES", "1", "processes in the job", false},
+      {"KILN_PROCESS_ID", "0", "this process's index in the job", false},
+      {"KILN_JOB_ID", "", "names the job, so two jobs can share one coordinator", false},
   };
   return flags;
 }
@@ -116,6 +128,9 @@ ValueRule rule_for(const FlagInfo& flag) {
       {"KILN_PGLE_COLD_SHARE_PERCENT", {ValueRule::kNumber, 0, 100, {}}},
       {"KILN_PGLE_COLD_MAX_NS", {ValueRule::kInt, 0, kBig, {}}},
       {"KILN_SHARE_BINARY_BETWEEN_HOSTS_TIMEOUT_MS", {ValueRule::kInt, 0, 86400000, {}}},
+      {"KILN_CPU_DEVICE_COUNT", {ValueRule::kInt, 1, 4096, {}}},
+      {"KILN_NUM_PROCESSES", {ValueRule::kInt, 1, 65536, {}}},
+      {"KILN_PROCESS_ID", {ValueRule::kInt, 0, 65535, {}}},
   };
   if (auto it = rules.find(flag.name); it != rules.end()) return it->second;
   if (flag.default_value == "true" || flag.default_value == "false")
@@ -192,12 +207,14 @@ struct Registry {
   bool loaded = false;
 
   std::vector<Status> environment_errors;
+  std::map<std::string, Status> environment_error_of;  // by flag name
 
   // A value from the environment that is not valid is not used (the default is), and is
   // reported by check_environment, which the command line turns into an error.
   void load_locked() {
     if (loaded) return;
     environment_errors.clear();
+    environment_error_of.clear();
     for (const FlagInfo& f : flag_table()) {
       const char* env = std::getenv(f.name.c_str());
       values[f.name] = f.default_value;
@@ -205,6 +222,7 @@ struct Registry {
       if (env == nullptr) continue;
       if (Status valid = check_value(f, env); !valid.ok()) {
         environment_errors.push_back(valid);
+        environment_error_of[f.name] = valid;
       } else {
         values[f.name] = env;
         sources[f.name] = "environment";
@@ -273,6 +291,15 @@ Status check_environment() {
   if (r.environment_errors.size() > 1)
     message += " (and " + std::to_string(r.environment_errors.size() - 1) + " more)";
   return invalid_argument("in the environment: " + message);
+}
+
+Status check_environment_of(const std::string& name) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.load_locked();
+  auto it = r.environment_error_of.find(name);
+  if (it == r.environment_error_of.end()) return Status();
+  return invalid_argument("in the environment: " + it->second.message());
 }
 
 void reset() {

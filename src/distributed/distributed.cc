@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "kiln/config.h"
+
 namespace kiln::distributed {
 namespace {
 
@@ -18,20 +20,6 @@ std::shared_ptr<const JobContext>& current() {
 
 // A job has at most this many processes: every count a job waits on stays bounded.
 constexpr int kMaxProcesses = 65536;
-
-Result<int> parse_int_env(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  char* end = nullptr;
-  errno = 0;
-  long n = std::strtol(v, &end, 10);
-  if (*end != '\0' || end == v)
-    return invalid_argument(std::string(name) + "='" + v + "' is not a number");
-  if (errno == ERANGE || n < 0 || n > kMaxProcesses)
-    return invalid_argument(std::string(name) + "='" + v + "' is out of range (0 to " +
-                            std::to_string(kMaxProcesses) + ")");
-  return static_cast<int>(n);
-}
 
 void install(const std::string& coordinator, std::shared_ptr<KeyValueStore> kv, int num_processes,
              int process_id, const std::string& job) {
@@ -63,12 +51,13 @@ Status initialize(const std::string& coordinator, int num_processes, int process
 }
 
 Status initialize_from_environment() {
-  const char* coordinator = std::getenv("KILN_COORDINATOR");
-  if (coordinator == nullptr || *coordinator == '\0') return Status();
-  KILN_ASSIGN_OR_RETURN(int n, parse_int_env("KILN_NUM_PROCESSES", 1));
-  KILN_ASSIGN_OR_RETURN(int id, parse_int_env("KILN_PROCESS_ID", 0));
-  const char* job = std::getenv("KILN_JOB_ID");
-  return initialize(coordinator, n, id, job ? job : "");
+  std::string coordinator = *config::get_string("KILN_COORDINATOR");
+  if (coordinator.empty()) return Status();
+  KILN_RETURN_IF_ERROR(config::check_environment_of("KILN_NUM_PROCESSES"));
+  KILN_RETURN_IF_ERROR(config::check_environment_of("KILN_PROCESS_ID"));
+  return initialize(coordinator, static_cast<int>(config::get_int("KILN_NUM_PROCESSES")),
+                    static_cast<int>(config::get_int("KILN_PROCESS_ID")),
+                    *config::get_string("KILN_JOB_ID"));
 }
 
 void initialize_with_store(std::shared_ptr<KeyValueStore> kv, int num_processes, int process_id,

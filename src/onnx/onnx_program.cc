@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "core/digest.h"
+#include "kiln/config.h"
 #include "kiln/onnx.h"
 #include "onnx_import/onnx_import_interface.h"
 
@@ -22,7 +23,8 @@ constexpr int64_t kMaxStaticElements = 4096;
 
 // The importer lives next to libkiln; $KILN_ONNX_IMPORT_LIBRARY overrides the path.
 std::string importer_library_path() {
-  if (const char* env = std::getenv("KILN_ONNX_IMPORT_LIBRARY")) return env;
+  if (std::string path = *config::get_string("KILN_ONNX_IMPORT_LIBRARY"); !path.empty())
+    return path;
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&kiln_version), &info) != 0 && info.dli_fname != nullptr) {
     std::string self = info.dli_fname;

@@ -53,7 +53,7 @@ std::string host_cpu_identity() {
 
 // The compiler half lives next to libkiln; $KILN_COMPILER_LIBRARY overrides the path.
 std::string compiler_library_path() {
-  if (const char* env = std::getenv("KILN_COMPILER_LIBRARY")) return env;
+  if (std::string path = *config::get_string("KILN_COMPILER_LIBRARY"); !path.empty()) return path;
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&kiln_version), &info) != 0 && info.dli_fname != nullptr) {
     std::string self = info.dli_fname;
@@ -215,16 +215,8 @@ Result<ModuleSource> ModuleSource::from_file(const std::string& path) {
 
 Result<std::unique_ptr<Client>> Client::create_cpu(int device_count, int process_index) {
   if (device_count <= 0) {
-    device_count = 1;
-    if (const char* env = std::getenv("KILN_CPU_DEVICE_COUNT")) {
-      char* end = nullptr;
-      long n = std::strtol(env, &end, 10);
-      if (end == env || *end != '\0' || n < 1 || n > 4096) {
-        return invalid_argument(std::string("KILN_CPU_DEVICE_COUNT='") + env +
-                                "' is not a device count between 1 and 4096");
-      }
-      device_count = static_cast<int>(n);
-    }
+    KILN_RETURN_IF_ERROR(config::check_environment_of("KILN_CPU_DEVICE_COUNT"));
+    device_count = static_cast<int>(config::get_int("KILN_CPU_DEVICE_COUNT"));
   }
   std::unique_ptr<Client> client(new Client());
   client->process_index_ = process_index;
