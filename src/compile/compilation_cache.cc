@@ -244,6 +244,31 @@ Result<std::optional<DecodedCacheEntry>> read_entry(
   return std::optional<DecodedCacheEntry>(std::move(*decoded));
 }
 
+// A persistent hit: the report, counters, log line and events (both paths, loading and AOT).
+void record_hit(CompilationCache::State& s, const CacheKey& key, const DecodedCacheEntry& stored,
+                Clock::time_point read_start, CompileReport& report) {
+  double retrieval_ms = ms_since(read_start);
+  report.cache = "hit";
+  report.retrieval_ms = retrieval_ms;
+  s.counters.add("hits");
+  std::string line =
+      "Persistent compilation cache hit for '" + key.module_name + "' with key '" + key.key + "'";
+  s.options.log_compiles ? log::warning(line) : log::debug(line);
+  monitoring::record_event("cache_hits");
+  monitoring::record_duration("compile_time_saved_sec",
+                              (stored.metadata.compile_time_ms - retrieval_ms) / 1000.0);
+  monitoring::record_duration("cache_retrieval_time_sec", retrieval_ms / 1000.0);
+}
+
+void record_miss(CompilationCache::State& s, const CacheKey& key, CompileReport& report) {
+  report.cache = "miss";
+  std::string miss =
+      "PERSISTENT COMPILATION CACHE MISS for '" + key.module_name + "' with key '" + key.key + "'";
+  s.options.explain_cache_misses ? log::warning(miss) : log::debug(miss);
+  monitoring::record_event("cache_misses");
+  s.counters.add("misses");
+}
+
 // Loads a stored entry; null (after counting it corrupt and removing it) when it does not load.
 std::shared_ptr<Executable> load_entry(CompilationCache::State& s, const CacheKey& key,
                                        const DecodedCacheEntry& stored,
@@ -260,17 +285,7 @@ std::shared_ptr<Executable> load_entry(CompilationCache::State& s, const CacheKe
     (void)store.remove(key.key);
     return nullptr;
   }
-  double retrieval_ms = ms_since(read_start);
-  report.cache = "hit";
-  report.retrieval_ms = retrieval_ms;
-  s.counters.add("hits");
-  std::string line =
-      "Persistent compilation cache hit for '" + module + "' with key '" + key.key + "'";
-  s.options.log_compiles ? log::warning(line) : log::debug(line);
-  monitoring::record_event("cache_hits");
-  monitoring::record_duration("compile_time_saved_sec",
-                              (stored.metadata.compile_time_ms - retrieval_ms) / 1000.0);
-  monitoring::record_duration("cache_retrieval_time_sec", retrieval_ms / 1000.0);
+  record_hit(s, key, stored, read_start, report);
   return *exe;
 }
 
@@ -471,12 +486,7 @@ Result<std::shared_ptr<Executable>> CompilationCache::compile_or_get_cached(
     stored.reset();
   }
 
-  report.cache = "miss";
-  std::string miss =
-      "PERSISTENT COMPILATION CACHE MISS for '" + key.module_name + "' with key '" + key.key + "'";
-  s.options.explain_cache_misses ? log::warning(miss) : log::debug(miss);
-  monitoring::record_event("cache_misses");
-  s.counters.add("misses");
+  record_miss(s, key, report);
   KILN_ASSIGN_OR_RETURN(
       std::shared_ptr<Executable> exe,
       compile_missing(s, client, source, choice.options, key,
@@ -527,25 +537,10 @@ Result<std::string> CompilationCache::compile_or_get_cached_serialized(
   std::optional<std::pair<std::string, std::string>> none;
   KILN_ASSIGN_OR_RETURN(std::optional<DecodedCacheEntry> stored, read_entry(s, key, none));
   if (stored && !check_contents) {
-    double retrieval_ms = ms_since(read_start);
-    report.cache = "hit";
-    report.retrieval_ms = retrieval_ms;
-    s.counters.add("hits");
-    std::string line =
-        "Persistent compilation cache hit for '" + key.module_name + "' with key '" + key.key + "'";
-    s.options.log_compiles ? log::warning(line) : log::debug(line);
-    monitoring::record_event("cache_hits");
-    monitoring::record_duration("compile_time_saved_sec",
-                                (stored->metadata.compile_time_ms - retrieval_ms) / 1000.0);
-    monitoring::record_duration("cache_retrieval_time_sec", retrieval_ms / 1000.0);
+    record_hit(s, key, *stored, read_start, report);
     return std::move(stored->payload);
   }
-  report.cache = "miss";
-  std::string miss =
-      "PERSISTENT COMPILATION CACHE MISS for '" + key.module_name + "' with key '" + key.key + "'";
-  s.options.explain_cache_misses ? log::warning(miss) : log::debug(miss);
-  monitoring::record_event("cache_misses");
-  s.counters.add("misses");
+  record_miss(s, key, report);
   KILN_ASSIGN_OR_RETURN(std::string serialized, compile());
   if (check_contents && stored) {
     auto before = Executable::serialized_code(stored->payload);
