@@ -62,8 +62,7 @@ struct CompilationCacheOptions {
 
   // From the KILN_* flags as they are now.
   static CompilationCacheOptions from_flags();
-  // Every field, for telling two configurations apart (the secret as a digest).
-  std::string describe() const;
+  bool operator==(const CompilationCacheOptions&) const = default;
 };
 
 class CompilationCache {

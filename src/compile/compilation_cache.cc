@@ -584,26 +584,4 @@ CompilationCacheOptions CompilationCacheOptions::from_flags() {
   return o;
 }
 
-std::string CompilationCacheOptions::describe() const {
-  auto flag = [](bool b) { return b ? "1" : "0"; };
-  return std::string("enabled=") + flag(enabled) + ";directory=" + directory +
-         ";max_size=" + std::to_string(max_size_bytes) +
-         ";max_entries=" + std::to_string(max_entries) +
-         ";min_compile_secs=" + std::to_string(min_compile_time_secs) +
-         ";min_entry_size=" + std::to_string(min_entry_size_bytes) +
-         ";raise=" + flag(raise_errors) + ";check_contents=" + flag(check_contents) +
-         ";explain=" + flag(explain_cache_misses) + ";log_compiles=" + flag(log_compiles) +
-         ";metadata=" + flag(include_metadata_in_key) + ";tag=" + key_tag +
-         ";trust_shared=" + flag(trust_shared_directory) +
-         ";writer=" + std::to_string(writer_process) + ";remote=" + remote_url +
-         ";secret=" + sha256_hex(remote_secret) +
-         ";remote_timeout=" + std::to_string(remote_timeout_ms) +
-         ";remote_read_only=" + flag(remote_read_only) +
-         ";share=" + flag(share_binary_between_hosts) +
-         ";share_timeout=" + std::to_string(share_timeout_ms) + ";pgle=" + flag(enable_pgle) +
-         ";pgle_runs=" + std::to_string(pgle_profiling_runs) + ";expect_pgle=" + flag(expect_pgle) +
-         ";memory=" + std::to_string(memory_capacity) +
-         ";env=" + std::to_string(reinterpret_cast<uintptr_t>(env));
-}
-
 }  // namespace kiln

@@ -14,9 +14,8 @@ namespace {
 
 struct DefaultCache {
   std::mutex mutex;
-  std::shared_ptr<CompilationCache> cache;
-  std::string configuration;  // CompilationCacheOptions::describe() of `cache`
-  Env* env = nullptr;         // set_persistent_cache_env
+  std::shared_ptr<CompilationCache> cache;  // opened with cache->options()
+  Env* env = nullptr;                       // set_persistent_cache_env
 };
 
 DefaultCache& default_cache_state() {
@@ -30,11 +29,9 @@ Result<std::shared_ptr<CompilationCache>> default_cache() {
   std::lock_guard<std::mutex> lock(d.mutex);
   CompilationCacheOptions options = CompilationCacheOptions::from_flags();
   options.env = d.env;
-  std::string configuration = options.describe();
-  if (d.cache && d.configuration == configuration) return d.cache;
+  if (d.cache && d.cache->options() == options) return d.cache;
   KILN_ASSIGN_OR_RETURN(
       d.cache, cache_parts::open_with_handlers(options, cache_parts::process_error_handlers()));
-  d.configuration = configuration;
   return d.cache;
 }
 
@@ -121,7 +118,6 @@ void reset_compilation_cache_state() {
   DefaultCache& d = default_cache_state();
   std::lock_guard<std::mutex> lock(d.mutex);
   d.cache.reset();
-  d.configuration.clear();
 }
 
 }  // namespace kiln
