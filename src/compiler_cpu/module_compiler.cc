@@ -19,6 +19,7 @@
 #include "backend/cpu/compiler_interface.h"
 #include "backend/cpu/pipeline.h"
 #include "compiler_cpu/accumulator_hoisting.h"
+#include "compiler_cpu/crash_recovery.h"
 #include "compiler_cpu/elementwise_vectorize.h"
 #include "compiler_cpu/parallel_loops.h"
 #include "compiler_cpu/pgle_codegen.h"
@@ -28,6 +29,8 @@
 #include "kiln/logging.h"
 #include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/CodeGen/ReplaceWithVeclib.h"
+#include "llvm/IR/DiagnosticInfo.h"
+#include "llvm/IR/DiagnosticPrinter.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -42,6 +45,7 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/Transforms/Scalar/LowerMatrixIntrinsics.h"
 #include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -433,6 +437,35 @@ PglePlan pgle_plan(const CompileOptions& options, const std::string& module_name
   return plan;
 }
 
+// Whether ownership-based deallocation has work in `module`: buffers to free, or buffers a
+// function returns (which it must hand over owned, copying a global or an argument).
+bool needs_buffer_deallocation(mlir::ModuleOp module) {
+  for (auto func : module.getOps<mlir::func::FuncOp>())
+    for (mlir::Type type : func.getFunctionType().getResults())
+      if (mlir::isa<mlir::BaseMemRefType>(type)) return true;
+  bool allocates = false;
+  module->walk([&](mlir::Operation* op) {
+    llvm::StringRef name = op->getName().getStringRef();
+    if (name == "memref.alloc" || name == "memref.realloc" || name == "bufferization.alloc_tensor")
+      allocates = true;
+    return allocates ? mlir::WalkResult::interrupt() : mlir::WalkResult::advance();
+  });
+  return allocates;
+}
+
+// An LLVMContext diagnostic handler: distinct errors are collected for the compile's result,
+// warnings and remarks dropped.
+void collect_llvm_errors(const llvm::DiagnosticInfo* info, void* errors) {
+  if (info->getSeverity() != llvm::DS_Error) return;
+  std::string text;
+  llvm::raw_string_ostream stream(text);
+  llvm::DiagnosticPrinterRawOStream printer(stream);
+  info->print(printer);
+  // Unrolled code repeats the same inline assembly: one message for each distinct error.
+  std::string& all = *static_cast<std::string*>(errors);
+  if (all.find(text) == std::string::npos) all += text + "\n";
+}
+
 Status emit_object(llvm::Module& module, llvm::TargetMachine& machine, const std::string& triple,
                    llvm::SmallVector<char, 0>& object) {
   llvm::raw_svector_ostream object_stream(object);
@@ -588,6 +621,8 @@ class MlirModuleCompiler : public ModuleCompiler {
     llvm::InitializeAllTargets();
     llvm::InitializeAllTargetMCs();
     llvm::InitializeAllAsmPrinters();
+    // Inline assembly (llvm.inline_asm) is parsed by the target's assembler when emitting objects.
+    llvm::InitializeAllAsmParsers();
     host_cpu_ = llvm::sys::getHostCPUName().str();
     std::vector<std::string> features;
     for (const auto& f : llvm::sys::getHostCPUFeatures())
@@ -636,6 +671,7 @@ class MlirModuleCompiler : public ModuleCompiler {
     pid_t pid = fork();
     if (pid < 0) return Status::ok_status();  // no child to spare: parse here, as before
     if (pid == 0) {
+      end_crash_recovery_in_child();
       mlir::MLIRContext child_context(registry_, mlir::MLIRContext::Threading::DISABLED);
       child_context.getDiagEngine().registerHandler([](mlir::Diagnostic&) {});
       llvm::SourceMgr child_source;
@@ -668,6 +704,25 @@ class MlirModuleCompiler : public ModuleCompiler {
 
   Result<CanonicalModule> canonicalize(const ModuleSource& source, bool keep_locations) override {
     std::lock_guard<std::mutex> lock(mutex_);
+    Result<CanonicalModule> result = internal_error("not canonicalised");
+    KILN_RETURN_IF_ERROR(run_recovering_from_crashes(
+        source.name, "reading", [&] { result = canonicalize_locked(source, keep_locations); }));
+    return result;
+  }
+
+  Result<CompiledModule> compile(const ModuleSource& source,
+                                 const CompileOptions& options) override {
+    // One compile at a time per compiler: MLIR contexts are cheap, but pass registration and
+    // LLVM's command-line state are process-global.
+    std::lock_guard<std::mutex> lock(mutex_);
+    Result<CompiledModule> result = internal_error("not compiled");
+    KILN_RETURN_IF_ERROR(run_recovering_from_crashes(
+        source.name, "compiling", [&] { result = compile_locked(source, options); }));
+    return result;
+  }
+
+ private:
+  Result<CanonicalModule> canonicalize_locked(const ModuleSource& source, bool keep_locations) {
     mlir::MLIRContext context(registry_);
     auto start = Clock::now();
     KILN_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> module, parse(source, context));
@@ -692,11 +747,7 @@ class MlirModuleCompiler : public ModuleCompiler {
     return out;
   }
 
-  Result<CompiledModule> compile(const ModuleSource& source,
-                                 const CompileOptions& options) override {
-    // One compile at a time per compiler: MLIR contexts are cheap, but pass registration and
-    // LLVM's command-line state are process-global.
-    std::lock_guard<std::mutex> lock(mutex_);
+  Result<CompiledModule> compile_locked(const ModuleSource& source, const CompileOptions& options) {
     EffortLevel level = resolve_effort_level(options.optimization_level);
     CompiledModule result;
     result.info.effort_level = effort_level_name(level);
@@ -751,6 +802,12 @@ class MlirModuleCompiler : public ModuleCompiler {
     protect_entry_arguments(*module);
     KILN_RETURN_IF_ERROR(run_passes(*module, pipeline.bufferize_passes, diagnostics));
     dump.mlir("1-bufferized", *module);
+    // Ownership-based deallocation refuses ops it cannot reason about (LLVM dialect ops, inline
+    // assembly) even where it has nothing to do.
+    if (!needs_buffer_deallocation(*module))
+      std::erase_if(pipeline.lowering_passes, [](const PipelineStep& step) {
+        return step.pass == "buffer-deallocation-pipeline";
+      });
     if (pipeline.tile_and_vectorize) {
       std::set<int> elementwise_groups;
       if (pipeline.vectorize_elementwise) elementwise_groups = prepare_elementwise(*module);
@@ -786,6 +843,9 @@ class MlirModuleCompiler : public ModuleCompiler {
 
     start = Clock::now();
     llvm::LLVMContext llvm_context;
+    // LLVM's default for an error diagnostic (bad inline assembly, say) is to exit the process.
+    std::string llvm_errors;
+    llvm_context.setDiagnosticHandlerCallBack(collect_llvm_errors, &llvm_errors);
     std::unique_ptr<llvm::Module> llvm_module =
         mlir::translateModuleToLLVMIR(*module, llvm_context);
     if (!llvm_module) {
@@ -839,6 +899,8 @@ class MlirModuleCompiler : public ModuleCompiler {
                  std::to_string(elapsed_ms(cold_start)) + " ms");
     }
     KILN_RETURN_IF_ERROR(emit_object(*llvm_module, *machine, triple, objects[0]));
+    if (!llvm_errors.empty())
+      return compile_error(source.name + ": error: LLVM rejected the program:\n" + llvm_errors);
     KILN_ASSIGN_OR_RETURN(result.shared_object,
                           link_shared_object(objects, triple.rfind("x86_64", 0) != 0));
     result.info.timings.codegen_ms = elapsed_ms(start);
@@ -854,7 +916,6 @@ class MlirModuleCompiler : public ModuleCompiler {
     return result;
   }
 
- private:
   // Declarations marked kiln.host_callback: functions the host provides, called through slots.
   Status collect_host_callbacks(mlir::ModuleOp module, std::vector<HostCallbackSignature>& out) {
     for (auto func : module.getOps<mlir::func::FuncOp>()) {
@@ -1037,7 +1098,12 @@ class MlirModuleCompiler : public ModuleCompiler {
   void optimize(llvm::Module& module, llvm::TargetMachine& machine, int opt_level) {
     // Parallel loops are coroutines: even at O0 LLVM's coroutine passes must split them.
     bool has_coroutines = module.getFunction("llvm.coro.id") != nullptr;
-    if (opt_level == 0 && !has_coroutines) return;
+    // Matrix intrinsics have no code generation of their own: LLVM lowers them to vector code
+    // first, which its default pipelines do only when asked.
+    bool has_matrix_intrinsics = std::any_of(module.begin(), module.end(), [](llvm::Function& f) {
+      return f.getName().starts_with("llvm.matrix.");
+    });
+    if (opt_level == 0 && !has_coroutines && !has_matrix_intrinsics) return;
     llvm::LoopAnalysisManager lam;
     llvm::FunctionAnalysisManager fam;
     llvm::CGSCCAnalysisManager cgam;
@@ -1058,6 +1124,12 @@ class MlirModuleCompiler : public ModuleCompiler {
     llvm::OptimizationLevel level = opt_level == 1   ? llvm::OptimizationLevel::O1
                                     : opt_level == 2 ? llvm::OptimizationLevel::O2
                                                      : llvm::OptimizationLevel::O3;
+    if (has_matrix_intrinsics) {
+      llvm::ModulePassManager matrix;
+      matrix.addPass(llvm::createModuleToFunctionPassAdaptor(
+          llvm::LowerMatrixIntrinsicsPass(/*Minimal=*/opt_level == 0)));
+      matrix.run(module, mam);
+    }
     if (opt_level == 0)
       builder.buildO0DefaultPipeline(llvm::OptimizationLevel::O0).run(module, mam);
     else
