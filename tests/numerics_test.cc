@@ -60,6 +60,12 @@ TEST_P(NumericsTest, MatmulOfOddSizes) {
   expect_product(*this, "matmul_odd.mlir", "matmul", 37, 53, 29, {37, 29}, 1);
 }
 
+TEST_P(NumericsTest, MatmulWithRegisterRowsFittedToFewRows) {
+  expect_product(*this, "matmul_fitted_rows.mlir", "rows49", 49, 70, 45, {49, 45}, 3);
+  expect_product(*this, "matmul_fitted_rows.mlir", "rows30", 30, 70, 45, {30, 45}, 5);
+  expect_product(*this, "matmul_fitted_rows.mlir", "rows25", 25, 70, 45, {25, 45}, 7);
+}
+
 TEST_P(NumericsTest, MatmulWhoseResultIsReshaped) {
   expect_product(*this, "matmul_reshaped.mlir", "matmul_reshaped", 70, 300, 150, {7, 10, 150}, 11);
 }

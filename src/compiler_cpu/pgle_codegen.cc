@@ -48,8 +48,23 @@ const std::vector<TileCandidate>& candidates() {
       // Not profiled: cold contractions get this one, vectorised but unpeeled (little code to
       // compile) and one row at a time (no guarded rows; cold kernels are tiny anyway).
       {"1x32m", {64, 128, 128}, {1, 32}, false},
+      // The default's register rows fitted to a product with fewer rows than its cache tile that
+      // 8 does not divide (resnet18's last convolutions are 49 x 4608 by 4608 x 512): 7 full
+      // tiles of 7 rows instead of 6 of 8 and a masked one.
+      {"7x32", {63, 128, 128}, {7, 32}, true},
+      {"6x32", {60, 128, 128}, {6, 32}, true},
+      {"5x32", {60, 128, 128}, {5, 32}, true},
   };
   return list;
+}
+
+// Candidate 0 (8x32) with its register rows fitted to `rows` (see candidates()).
+int fitted_default(int64_t rows) {
+  if (rows >= 64 || rows % 8 == 0) return 0;
+  const int first_fitted = 4;
+  for (int c = first_fitted; c < int(candidates().size()); ++c)
+    if (rows % candidates()[c].reg[0] == 0) return c;
+  return 0;
 }
 
 // The candidates the profiling runs try; later entries are for internal use.
@@ -225,12 +240,16 @@ std::vector<TileGroup> prepare_contractions(mlir::ModuleOp module) {
     if (!batch && !mlir::isa<mlir::linalg::MatmulOp>(op)) return;
     if (!op->hasAttr(kCandidateAttr)) op->setAttr(kCandidateAttr, b.getI64IntegerAttr(0));
     int64_t candidate = mlir::cast<mlir::IntegerAttr>(op->getAttr(kCandidateAttr)).getInt();
+    auto out = mlir::dyn_cast<mlir::ShapedType>(op->getOperand(2).getType());
+    if (candidate == 0 && out && out.hasStaticShape()) {
+      candidate = fitted_default(out.getShape()[out.getRank() - 2]);
+      op->setAttr(kCandidateAttr, b.getI64IntegerAttr(candidate));
+    }
     if (candidate < 0 || candidate >= int64_t(candidates().size())) return;  // left as loops
     const TileCandidate& c = candidates()[candidate];
     // Peel the register loop of m (bit 0) and n (bit 1) unless it is statically divisible:
     // peeling such a loop has nothing to split and fails.
     int peel = 0;
-    auto out = mlir::dyn_cast<mlir::ShapedType>(op->getOperand(2).getType());
     for (int d = 0; c.peel && d < 2; ++d) {
       int64_t size = out && out.hasStaticShape() ? out.getShape()[out.getRank() - 2 + d]
                                                  : mlir::ShapedType::kDynamic;

@@ -3063,10 +3063,10 @@ class Importer {
     // A pointwise convolution of one image already has its columns: the input itself, (C, H*W).
     bool pointwise = kh == 1 && kw == 1 && strides[0] == 1 && strides[1] == 1 && n == 1 &&
                      padded.shape[2] == oh && padded.shape[3] == ow;
-    Value cols =
-        pointwise ? reshape(padded, {c, oh * ow})
-                  : reshape(gather_windows(padded, kh, kw, strides, dilations, out_spatial, false),
-                            {c * kh * kw, n * oh * ow});
+    Value cols = pointwise
+                     ? reshape(padded, {c, oh * ow})
+                     : reshape(gather_windows(padded, kh, kw, strides, dilations, out_spatial),
+                               {c * kh * kw, n * oh * ow});
     Value wf = reshape(w, {f, c * kh * kw});
     Value y = matmul(wf, cols);
     if (n == 1) return reshape(y, {1, f, oh, ow});
@@ -3074,15 +3074,13 @@ class Importer {
     return transpose(y4, {1, 0, 2, 3});
   }
 
-  // The input's KHxKW windows, one element per (pixel, tap): laid out (N, OH, OW, C, KH, KW) with
-  // `pixels_first` (a row per output pixel), else (C, KH, KW, N, OH, OW) (a column per pixel).
+  // The input's KHxKW windows as columns, (C, KH, KW, N, OH, OW): one column per output pixel.
   Value gather_windows(Value& padded, int64_t kh, int64_t kw, const Shape& strides,
-                       const Shape& dilations, const Shape& out_spatial, bool pixels_first) {
+                       const Shape& dilations, const Shape& out_spatial) {
     int64_t n = padded.shape[0], c = padded.shape[1], oh = out_spatial[0], ow = out_spatial[1];
     std::string elem = padded.elem;
     // Loop positions of n, oh, ow, c, kh, kw.
-    std::vector<int> at =
-        pixels_first ? std::vector<int>{0, 1, 2, 3, 4, 5} : std::vector<int>{3, 4, 5, 0, 1, 2};
+    const std::vector<int> at = {3, 4, 5, 0, 1, 2};
     auto d = [&](int role) { return "d" + std::to_string(at[role]); };
     Shape shape(6);
     const int64_t sizes[6] = {n, oh, ow, c, kh, kw};
@@ -3108,6 +3106,37 @@ class Importer {
     return windows;
   }
 
+  // The input's KHxKW windows as rows, (N, OH, OW, KH, KW, C): the input is made channels-last
+  // first (one pass over it), so each tap of each output pixel copies C contiguous values. (Taken
+  // from NCHW directly, the 3-long tap loop was innermost and the copy ran at a fifth of the
+  // speed.)
+  Value gather_windows_channels_last(Value& padded, int64_t kh, int64_t kw, const Shape& strides,
+                                     const Shape& dilations, const Shape& out_spatial) {
+    int64_t n = padded.shape[0], c = padded.shape[1], oh = out_spatial[0], ow = out_spatial[1];
+    std::string elem = padded.elem;
+    Value nhwc = transpose(padded, {0, 2, 3, 1});
+    Shape shape = {n, oh, ow, kh, kw, c};
+    // Loops n, oh, ow, kh, kw, c.
+    std::string map = "affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1 * " +
+                      std::to_string(strides[0]) + " + d3 * " + std::to_string(dilations[0]) +
+                      ", d2 * " + std::to_string(strides[1]) + " + d4 * " +
+                      std::to_string(dilations[1]) + ", d5)>";
+    Value windows;
+    windows.elem = elem;
+    windows.shape = shape;
+    std::string init = empty(elem, shape);
+    windows.ssa = fresh();
+    line(windows.ssa + " = linalg.generic {indexing_maps = [" + map + ", " +
+         broadcast_map(shape, shape) +
+         "], iterator_types = " + iterators(std::vector<bool>(6, false)) + "} ins(" + ssa(nhwc) +
+         " : " + nhwc.type() + ") outs(" + init + " : " + windows.type() + ") {");
+    std::string a = "%b" + std::to_string(next_id_++), b = "%b" + std::to_string(next_id_++);
+    line("^bb0(" + a + ": " + elem + ", " + b + ": " + elem + "):");
+    line("  linalg.yield " + a + " : " + elem);
+    line("} -> " + windows.type());
+    return windows;
+  }
+
   // conv_as_matmul for deep layers, where the output has fewer pixels than there are filters: a
   // product with few columns runs far below the matmul kernel's speed (512x4608 by 4608x49:
   // 5.8 ms; the transposed 49x4608 by 4608x512: 1.6 ms). These compute the transposed product:
@@ -3117,34 +3146,40 @@ class Importer {
                                   const Shape& dilations, const Shape& out_spatial) {
     int64_t n = padded.shape[0], c = padded.shape[1], f = w.shape[0];
     int64_t kh = w.shape[2], kw = w.shape[3], oh = out_spatial[0], ow = out_spatial[1];
-    Value windows = gather_windows(padded, kh, kw, strides, dilations, out_spatial, true);
-    Value rows = reshape(windows, {n * oh * ow, c * kh * kw});
-    Value wt = transposed_weights(w, f, c * kh * kw);
+    Value windows = gather_windows_channels_last(padded, kh, kw, strides, dilations, out_spatial);
+    Value rows = reshape(windows, {n * oh * ow, kh * kw * c});
+    Value wt = prepared_weights(w, {2, 3, 1, 0}, {kh * kw * c, f});
     Value y = matmul(rows, wt);
     Value y4 = reshape(y, {n, oh, ow, f});
     return transpose(y4, {0, 3, 1, 2});
   }
 
-  // `w` as (F, K) transposed to (K, F). A bound weight is transposed once, when the program is
-  // loaded (in kiln_prepare), never per run; other values here and now.
+  // `w` as (F, K) transposed to (K, F); see prepared_weights.
   Value transposed_weights(Value& w, int64_t f, int64_t k) {
+    Value wf = w.shape == Shape{f, k} ? w : reshape(w, {f, k});
+    return prepared_weights(wf, {1, 0}, {k, f});
+  }
+
+  // `w` transposed by `perm`, then reshaped to `shape`. A bound weight is re-laid-out once, when
+  // the program is loaded (in kiln_prepare), never per run; other values here and now.
+  Value prepared_weights(Value& w, const std::vector<int64_t>& perm, const Shape& shape) {
     if (w.is_const || bound_weight_ssa_.count(w.ssa) == 0) {
-      Value wf = reshape(w, {f, k});
-      return transpose(wf, {1, 0});
+      Value wt = transpose(w, perm);
+      return reshape(wt, shape);
     }
-    std::string key = w.ssa + " " + std::to_string(f) + "x" + std::to_string(k);
+    std::string key = w.ssa + " " + i64_list(perm) + " " + i64_list(shape);
     auto known = prepared_by_source_.find(key);
     if (known != prepared_by_source_.end()) return prepared_[known->second];
     // Emit the transpose into the prepare function's body instead of main's.
     std::swap(body_, prepare_body_);
     Value source = w;
-    Value wf = reshape(source, {f, k});
-    Value wt = transpose(wf, {1, 0});
+    Value transposed = transpose(source, perm);
+    Value wt = reshape(transposed, shape);
     std::string result = ssa(wt);
     std::swap(body_, prepare_body_);
     Value argument;
     argument.elem = w.elem;
-    argument.shape = {k, f};
+    argument.shape = shape;
     argument.ssa = "%prepared" + std::to_string(prepared_.size());
     prepared_by_source_[key] = prepared_.size();
     prepared_.push_back(argument);
