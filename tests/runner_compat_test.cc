@@ -1,8 +1,10 @@
 // mlir-runner compatibility: the same programs run through mlir-opt + mlir-runner (with MLIR's own
 // runner utility libraries) and through `kiln run --entry-point-result=void` print the same text.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 
@@ -23,7 +25,8 @@ std::vector<std::string> lines_of(const std::string& text) {
 }
 
 // Runs the program the reference way, with kiln's O1 pass list (printed by `kiln pipeline`).
-std::string reference_output(const std::string& program) {
+std::string reference_output(const std::string& program, const std::string& entry = "main",
+                             const std::string& result = "void") {
   ProcessResult pipeline = run_process(
       {kiln_binary(), "pipeline", "-O", "O1", "--disable-pass", "buffer-deallocation-pipeline",
        // mlir-opt knows no kiln step (and mlir-runner runs on one thread anyway).
@@ -49,8 +52,8 @@ std::string reference_output(const std::string& program) {
   }
   std::string libs = std::string(MLIR_RUNTIME_DIR) + "/libmlir_runner_utils.so," +
                      MLIR_RUNTIME_DIR + "/libmlir_c_runner_utils.so";
-  ProcessResult run = run_process(
-      {MLIR_RUNNER, current, "-e", "main", "--entry-point-result=void", "--shared-libs=" + libs});
+  ProcessResult run = run_process({MLIR_RUNNER, current, "-e", entry,
+                                   "--entry-point-result=" + result, "--shared-libs=" + libs});
   EXPECT_EQ(run.exit_code, 0) << run.err;
   return run.out;
 }
@@ -74,6 +77,83 @@ INSTANTIATE_TEST_SUITE_P(Programs, RunnerCompatTest,
                          [](const auto& info) {
                            return info.param.substr(0, info.param.find('.'));
                          });
+
+using ::testing::HasSubstr;
+
+// The last JSON object a `kiln run --json` printed on stderr (runner mode keeps stdout for the
+// program).
+nlohmann::json json_on_stderr(const ProcessResult& run) {
+  std::vector<std::string> lines = lines_of(run.err);
+  for (auto line = lines.rbegin(); line != lines.rend(); ++line)
+    if (!line->empty() && line->front() == '{') return nlohmann::json::parse(*line);
+  ADD_FAILURE() << "no JSON object on stderr: " << run.err;
+  return {};
+}
+
+TEST(RunnerFlagsTest, ScalarResultsPrintAsMlirRunnerPrintsThem) {
+  std::string program = program_path("runner/scalar_results.mlir");
+  for (std::string kind : {"i32", "i64", "f32"}) {
+    std::string entry = "answer_" + kind;
+    std::string want = reference_output(program, entry, kind);
+    ASSERT_FALSE(want.empty()) << "mlir-runner printed nothing for " << entry;
+    ProcessResult kiln = run_process(
+        {kiln_binary(), "run", program, "-e", entry, "--entry-point-result=" + kind, "--no-cache"});
+    EXPECT_EQ(kiln.exit_code, 0) << kiln.err;
+    EXPECT_EQ(kiln.out, want) << entry;
+  }
+}
+
+TEST(RunnerFlagsTest, ScalarResultsThatDoNotFitTheEntryAreClearErrors) {
+  std::string program = program_path("runner/scalar_results.mlir");
+  ProcessResult wrong_type = run_process({kiln_binary(), "run", program, "-e", "answer_i32",
+                                          "--entry-point-result=i64", "--no-cache"});
+  EXPECT_EQ(wrong_type.exit_code, 1);
+  EXPECT_THAT(wrong_type.err, HasSubstr("'answer_i32' returns i32, not one i64"));
+  ProcessResult with_argument =
+      run_process({kiln_binary(), "run", program, "-e", "takes_an_argument",
+                   "--entry-point-result=i32", "--no-cache"});
+  EXPECT_EQ(with_argument.exit_code, 1);
+  EXPECT_THAT(with_argument.err, HasSubstr("takes 1 argument(s)"));
+  ProcessResult unknown =
+      run_process({kiln_binary(), "run", program, "-e", "answer_i32", "--entry-point-result=f64"});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_THAT(unknown.err, HasSubstr("expected void, i32, i64 or f32"));
+  EXPECT_TRUE(unknown.out.empty());
+}
+
+TEST(RunnerFlagsTest, EffortFlagsSpelledAsMlirRunnerAndJsonOnStderr) {
+  std::string program = program_path("runner/scalar_results.mlir");
+  for (const auto& [flag, level] : std::vector<std::pair<std::string, std::string>>{
+           {"-O0", "O0"}, {"-O3", "O3"}, {"--O1", "O1"}, {"-O2", "O2"}}) {
+    ProcessResult run = run_process({kiln_binary(), "run", program, flag, "-e", "answer_i32",
+                                     "--entry-point-result=i32", "--json", "--no-cache"});
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_EQ(run.out, "42\n") << flag;  // only what mlir-runner would print
+    nlohmann::json report = json_on_stderr(run);
+    EXPECT_EQ(report.value("effort_level", ""), level) << flag;
+    EXPECT_EQ(report.value("entry", ""), "answer_i32");
+  }
+}
+
+TEST(RunnerFlagsTest, SharedLibsResolveTheFunctionsAProgramCalls) {
+  std::string program = program_path("runner/calls_extern.mlir");
+  ProcessResult missing =
+      run_process({kiln_binary(), "run", program, "--entry-point-result=i32", "--no-cache"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.err, HasSubstr("calls 'kiln_test_add_seven'"));
+  EXPECT_THAT(missing.err, HasSubstr("--shared-libs"));
+  // MLIR's runner utility libraries are kiln's own runtime; the test library is loaded.
+  std::string libs =
+      std::string(MLIR_RUNTIME_DIR) + "/libmlir_c_runner_utils.so," + KILN_TEST_EXTERN_LIBRARY;
+  ProcessResult run = run_process({kiln_binary(), "run", program, "--entry-point-result=i32",
+                                   "--shared-libs=" + libs, "--no-cache"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "42\n42\n");  // vector.print, then the result
+  ProcessResult absent = run_process({kiln_binary(), "run", program, "--entry-point-result=i32",
+                                      "--shared-libs=/nonexistent/libnothing.so", "--no-cache"});
+  EXPECT_EQ(absent.exit_code, 1);
+  EXPECT_THAT(absent.err, HasSubstr("cannot load '/nonexistent/libnothing.so'"));
+}
 
 }  // namespace
 }  // namespace kiln::testing

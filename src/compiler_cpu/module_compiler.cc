@@ -108,8 +108,8 @@ Result<TensorType> tensor_type_of(mlir::Type type, bool allow_scalar = false) {
     if (type.isIndex()) element = mlir::IntegerType::get(type.getContext(), 64);  // index is i64
   } else {
     return unimplemented(
-        "only ranked tensor, memref and scalar arguments (tensor or memref "
-        "results) are supported");
+        "only ranked tensor, memref and scalar arguments (tensor or memref results, or one "
+        "scalar result) are supported");
   }
   if (element.isF32())
     out.dtype = DType::kF32;
@@ -957,8 +957,11 @@ class MlirModuleCompiler : public ModuleCompiler {
         }
         entry.inputs.push_back(*tt);
       }
+      // A scalar result only alone: the C interface returns it by value then, while several
+      // results come back in one struct whose layout kiln reads as descriptors.
+      bool single_result = type.getNumResults() == 1;
       for (mlir::Type t : type.getResults()) {
-        Result<TensorType> tt = tensor_type_of(t);
+        Result<TensorType> tt = tensor_type_of(t, /*allow_scalar=*/single_result);
         if (!tt.ok()) {
           callable = false;
           break;

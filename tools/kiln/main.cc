@@ -28,6 +28,7 @@
 #include "kiln/onnx.h"
 #include "kiln/pgle.h"
 #include "kiln/profile_guided.h"
+#include "runner_compat.h"
 
 namespace {
 
@@ -65,6 +66,7 @@ struct RunArgs {
   std::string fill = "random";
   std::string effort = "UNKNOWN";
   std::string entry_point_result;
+  std::string shared_libs;
   std::vector<std::string> disabled_passes;
   int repeat = 1;
   bool json = false;
@@ -514,6 +516,9 @@ int run_command(const RunArgs& args) {
   if (!client.ok()) return fail(client.status());
   auto options = compile_options(args.effort, args.disabled_passes);
   if (!options.ok()) return fail(options.status());
+  auto result_kind = kiln::cli::parse_entry_point_result(args.entry_point_result);
+  if (!result_kind.ok()) return fail(result_kind.status());
+  if (kiln::Status s = kiln::cli::load_shared_libraries(args.shared_libs); !s.ok()) return fail(s);
   options->num_replicas = std::max(1, args.replicas);
   if (args.no_cache) (void)kiln::config::set("KILN_ENABLE_COMPILATION_CACHE", "false");
   if (args.expect_pgle) (void)kiln::config::set("KILN_COMPILATION_CACHE_EXPECT_PGLE", "true");
@@ -553,9 +558,8 @@ int run_command(const RunArgs& args) {
   auto entry = choose_entry(**exe, args.entry);
   if (!entry.ok()) return fail(entry.status());
   const kiln::EntryPoint& ep = **entry;
-  bool runner_mode = args.entry_point_result == "void";
-  if (!args.entry_point_result.empty() && !runner_mode)
-    return fail(kiln::invalid_argument("--entry-point-result supports only 'void'"));
+  bool runner_mode = result_kind->runner_mode();
+  if (kiln::Status s = kiln::cli::check_entry_for_result(ep, *result_kind); !s.ok()) return fail(s);
   // Inputs: one file per argument (shared by every replica), or one per argument per replica.
   int replicas = (*exe)->info().num_replicas;
   size_t per_set = ep.inputs.size();
@@ -608,7 +612,6 @@ int run_command(const RunArgs& args) {
     results = std::move(*out);
   }
   std::fflush(stdout);
-  if (runner_mode) return 0;  // print exactly what the program printed, like mlir-runner
   const auto& t = (*exe)->info().timings;
   bool compiled_now = !loaded_compiled && report.compiled;
   if (args.json) {
@@ -617,6 +620,7 @@ int run_command(const RunArgs& args) {
     out["key"] = report.key;
     out["module"] = (*exe)->info().module_name;
     out["entry"] = ep.name;
+    out["effort_level"] = (*exe)->info().effort_level;
     out["compiled"] = compiled_now;
     out["shared"] = report.shared;
     out["process"] = (*client)->process_index();
@@ -639,7 +643,12 @@ int run_command(const RunArgs& args) {
           {{"dtype", kiln::dtype_name(r.dtype())}, {"shape", r.shape()}, {"head", head}});
     }
     out["outputs"] = outputs;
-    std::printf("%s\n", out.dump().c_str());
+    // In mlir-runner mode stdout holds only what the program (and its result) prints.
+    std::fprintf(runner_mode ? stderr : stdout, "%s\n", out.dump().c_str());
+  }
+  if (runner_mode) {
+    if (result_kind->scalar()) std::printf("%s\n", kiln::cli::runner_text(results[0]).c_str());
+    return 0;
   }
   for (size_t i = 0; i < results.size(); ++i) {
     if (!args.json) std::cout << "result " << i << ": " << summarize(results[i]) << "\n";
@@ -866,9 +875,13 @@ int main(int argc, char** argv) {
                       ".npy (or, for ONNX, .pb) file per result, in order");
   run_cmd->add_option("--fill", run.fill, "arguments without --input: random|zeros|ones")
       ->check(CLI::IsMember({"random", "zeros", "ones"}));
-  run_cmd->add_option("-O,--effort", run.effort, "effort level O0..O3");
+  run_cmd->add_option("-O,--effort", run.effort, "effort level O0..O3 (or -O0..-O3)");
   run_cmd->add_option("--entry-point-result", run.entry_point_result,
-                      "'void': mlir-runner mode, print only what the program prints");
+                      "mlir-runner mode: 'void' prints only what the program prints; i32, i64 "
+                      "or f32 also prints the value the entry (without arguments) returns");
+  run_cmd->add_option("--shared-libs", run.shared_libs,
+                      "comma-separated libraries whose functions the program calls (MLIR's "
+                      "runner utility libraries are built into kiln)");
   run_cmd->add_option("--disable-pass", run.disabled_passes, "leave a pipeline pass out");
   run_cmd->add_option("--repeat", run.repeat, "run the entry this many times");
   run_cmd->add_flag("--pgle", run.pgle,
@@ -941,7 +954,10 @@ int main(int argc, char** argv) {
   kiln::cli::add_cache_command(app);
   kiln::cli::add_flags_command(app);
 
-  CLI11_PARSE(app, argc, argv);
+  std::vector<std::string> arguments = kiln::cli::with_runner_effort_flags(argc, argv);
+  std::vector<const char*> argument_pointers;
+  for (const std::string& a : arguments) argument_pointers.push_back(a.c_str());
+  CLI11_PARSE(app, static_cast<int>(argument_pointers.size()), argument_pointers.data());
   if (kiln::Status env = kiln::config::check_environment(); !env.ok()) return fail(env);
   for (const std::string& setting : flag_settings) {
     size_t eq = setting.find('=');

@@ -278,8 +278,17 @@ Result<std::shared_ptr<Executable>> Executable::load(ExecutableInfo info,
   std::string path = "/proc/self/fd/" + std::to_string(fd);
   exe->library_handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (exe->library_handle_ == nullptr) {
-    const char* why = dlerror();
-    return corruption(std::string("cannot load executable code: ") + (why ? why : "unknown"));
+    const char* error = dlerror();
+    std::string why = error ? error : "unknown";
+    // A function the program declares and calls but nothing loaded defines: the program's
+    // environment, not a damaged executable (which the cache would drop and compile again).
+    size_t undefined = why.find("undefined symbol: ");
+    if (undefined != std::string::npos)
+      return not_found("the program calls '" + why.substr(undefined + 18) +
+                       "', which no library loaded in this process defines: load the library "
+                       "that does first (kiln run --shared-libs=LIB.so; from C++, dlopen it with "
+                       "RTLD_GLOBAL before loading the executable)");
+    return corruption("cannot load executable code: " + why);
   }
   for (const EntryPoint& entry : exe->entry_points_) {
     std::string symbol = cpu::packed_entry_symbol(entry.name);
@@ -593,14 +602,17 @@ Result<std::vector<Buffer>> Executable::execute(const std::string& entry_name,
           " bytes)");
   }
 
-  // Packed call: args[0] points at the results slot (if any), then one slot per input.
-  size_t result_slots = 0;
-  for (const TensorType& t : entry->outputs) result_slots += descriptor_slots(t.shape.size());
+  // Packed call: args[0] points at the results slot (if any), then one slot per input. A lone
+  // scalar result is returned by value instead: its slot comes after the inputs.
+  bool scalar_result = entry->outputs.size() == 1 && entry->outputs[0].scalar;
+  size_t result_slots = scalar_result ? 1 : 0;
+  for (const TensorType& t : entry->outputs)
+    if (!t.scalar) result_slots += descriptor_slots(t.shape.size());
   std::vector<int64_t> result_storage(result_slots, 0);
   std::vector<std::vector<int64_t>> input_storage(inputs.size());
   std::vector<void*> pointers;  // the values the packed args point at
   pointers.reserve(inputs.size() + 1);
-  if (!entry->outputs.empty()) pointers.push_back(result_storage.data());
+  if (!entry->outputs.empty() && !scalar_result) pointers.push_back(result_storage.data());
   for (size_t i = 0; i < inputs.size(); ++i) {
     input_storage[i].resize(descriptor_slots(inputs[i].shape().size()));
     fill_input_descriptor(input_storage[i].data(), inputs[i]);
@@ -609,9 +621,10 @@ Result<std::vector<Buffer>> Executable::execute(const std::string& entry_name,
   std::vector<void*> args(pointers.size());
   for (size_t i = 0; i < pointers.size(); ++i) args[i] = &pointers[i];
   // Scalars are passed by value: the packed entry loads them straight from the buffer.
-  size_t first_input = entry->outputs.empty() ? 0 : 1;
+  size_t first_input = entry->outputs.empty() || scalar_result ? 0 : 1;
   for (size_t i = 0; i < inputs.size(); ++i)
     if (entry->inputs[i].scalar) args[first_input + i] = inputs[i].data();
+  if (scalar_result) args.push_back(result_storage.data());
 
   size_t entry_index = static_cast<size_t>(entry - entry_points_.data());
   auto entry_function = reinterpret_cast<PackedEntry>(entry_functions_[entry_index]);
@@ -634,9 +647,15 @@ Result<std::vector<Buffer>> Executable::execute(const std::string& entry_name,
   if (!called) return resource_exhausted("'" + entry->name + "': " + allocation_error);
 
   std::vector<Buffer> results;
+  if (scalar_result) {
+    KILN_ASSIGN_OR_RETURN(Buffer value, Buffer::allocate(entry->outputs[0].dtype, {}));
+    std::memcpy(value.data(), result_storage.data(), dtype_size(entry->outputs[0].dtype));
+    results.push_back(std::move(value));
+  }
   std::map<void*, std::shared_ptr<void>> owners;  // one owner per allocation, even if shared
   size_t slot = 0;
   for (const TensorType& type : entry->outputs) {
+    if (type.scalar) continue;
     DescriptorView d{result_storage.data() + slot, static_cast<int>(type.shape.size())};
     slot += descriptor_slots(type.shape.size());
     std::vector<int64_t> shape(d.rank);
