@@ -111,7 +111,8 @@ TEST_F(DistributedTest, APlantedShareValueIsRefusedWhenASecretIsSet) {
   ASSERT_TRUE((*kv)->set(key, (*signed_value)->substr(32)).ok());
   JobProcess victim = start(1, 2, "planted", mlp(), secret);
   EXPECT_EQ(wait(victim), 1);
-  EXPECT_THAT(*read_file(victim.err_path), HasSubstr("is not signed with KILN_REMOTE_CACHE_SECRET"));
+  EXPECT_THAT(*read_file(victim.err_path),
+              HasSubstr("is not signed with KILN_REMOTE_CACHE_SECRET"));
 }
 
 TEST_F(DistributedTest, LeaderKilledBeforePublishingFollowersFailWithinTheTimeout) {
