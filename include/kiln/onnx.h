@@ -171,7 +171,8 @@ class OnnxProgram {
   friend Result<OnnxProgram> compile_onnx_or_get_cached(const Client&, const OnnxModel&,
                                                         const std::vector<std::vector<int64_t>>&,
                                                         const CompileOptions&, CompileReport*,
-                                                        const std::vector<Buffer>*);
+                                                        const std::vector<Buffer>*,
+                                                        CompilationCache*);
   std::shared_ptr<Executable> executable_;
   std::string entry_;
   std::vector<std::vector<int64_t>> input_shapes_;
@@ -199,9 +200,11 @@ Result<ModuleSource> onnx_module_source(const OnnxModel& model,
 // (same structure, shapes and options, any weights) is found without loading the importer,
 // protobuf or MLIR. A model with static inputs needs `input_values` (the run's inputs, graph
 // order): their values are part of the key.
+// `cache` (null: the process default, from the KILN_* flags) is the cache it goes through.
 Result<OnnxProgram> compile_onnx_or_get_cached(
     const Client& client, const OnnxModel& model,
     const std::vector<std::vector<int64_t>>& input_shapes, const CompileOptions& options,
-    CompileReport* report = nullptr, const std::vector<Buffer>* input_values = nullptr);
+    CompileReport* report = nullptr, const std::vector<Buffer>* input_values = nullptr,
+    CompilationCache* cache = nullptr);
 
 }  // namespace kiln

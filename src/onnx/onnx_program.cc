@@ -220,13 +220,14 @@ Result<std::string> unsupported_onnx_nodes(const OnnxModel& model) {
 Result<OnnxProgram> compile_onnx_or_get_cached(
     const Client& client, const OnnxModel& model,
     const std::vector<std::vector<int64_t>>& input_shapes, const CompileOptions& options,
-    CompileReport* report, const std::vector<Buffer>* input_values) {
+    CompileReport* report, const std::vector<Buffer>* input_values, CompilationCache* cache) {
   // onnx_module_source has checked the static inputs' values; here they are only copied.
   KILN_ASSIGN_OR_RETURN(ModuleSource source, onnx_module_source(model, input_shapes, input_values));
   size_t static_count = 0;
   for (const OnnxValueInfo& input : model.inputs()) static_count += input.is_static;
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<Executable> executable,
-                        compile_or_get_cached(client, source, options, report));
+                        cache ? cache->compile_or_get_cached(client, source, options, report)
+                              : compile_or_get_cached(client, source, options, report));
   OnnxProgram program;
   program.executable_ = std::move(executable);
   program.entry_ = "main";

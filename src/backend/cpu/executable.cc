@@ -30,6 +30,18 @@
 namespace kiln {
 namespace {
 
+// Generated code calls libkiln's runtime (allocation, the thread pool, printMemref...) by name.
+// A host that loaded libkiln into a local scope (Python's extension modules, plugins) hides those
+// names from later libraries: the first load promotes libkiln to the global scope.
+void make_runtime_global() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    Dl_info self;
+    if (dladdr(reinterpret_cast<void*>(&make_runtime_global), &self) != 0 && self.dli_fname)
+      dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
+  });
+}
+
 constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'E', 'X', 'E', '1'};
 constexpr uint32_t kFormatVersion = 1;
 
@@ -276,6 +288,7 @@ Result<std::shared_ptr<Executable>> Executable::load(ExecutableInfo info,
     left -= static_cast<size_t>(n);
   }
   std::string path = "/proc/self/fd/" + std::to_string(fd);
+  make_runtime_global();
   exe->library_handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (exe->library_handle_ == nullptr) {
     const char* error = dlerror();

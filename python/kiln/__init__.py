@@ -1,0 +1,224 @@
+"""kiln: compile ML tensor programs (MLIR, ONNX) once, run them from the cache.
+
+    import kiln, numpy as np
+    exe = kiln.compile("model.mlir")          # or MLIR text/bytes, .onnx, ONNX bytes, .kx
+    y = exe(np.ones((4, 4), np.float32))
+    exe.report["cache"]                        # "hit", "miss" or "off"
+
+Importing kiln loads libkiln only; MLIR and LLVM are loaded by the first compile that misses the
+cache. Compiles and runs release the GIL.
+"""
+
+import os as _os
+
+from . import _kiln
+
+__all__ = [
+    "compile", "Executable", "OnnxExecutable", "CompilationCache", "config",
+    "Error", "InvalidArgumentError", "NotFoundError", "UnimplementedError", "CompileError",
+    "IOError_", "CorruptionError", "InternalError", "PermissionDeniedError",
+    "ResourceExhaustedError",
+]
+
+
+class Error(Exception):
+    """A kiln error; the message is the command line's."""
+
+    code = "Internal"
+
+
+class InvalidArgumentError(Error, ValueError):
+    code = "InvalidArgument"
+
+
+class NotFoundError(Error, FileNotFoundError):
+    code = "NotFound"
+
+
+class UnimplementedError(Error, NotImplementedError):
+    code = "Unimplemented"
+
+
+class CompileError(Error):
+    code = "CompileError"
+
+
+class IOError_(Error, OSError):
+    code = "IoError"
+
+
+class CorruptionError(Error):
+    code = "Corruption"
+
+
+class InternalError(Error):
+    code = "Internal"
+
+
+class PermissionDeniedError(Error, PermissionError):
+    code = "PermissionDenied"
+
+
+class ResourceExhaustedError(Error, MemoryError):
+    code = "ResourceExhausted"
+
+
+_ERRORS = {cls.code: cls for cls in (
+    InvalidArgumentError, NotFoundError, UnimplementedError, CompileError, IOError_,
+    CorruptionError, InternalError, PermissionDeniedError, ResourceExhaustedError)}
+
+
+def _raising_kiln_errors(function):
+    """Turns the extension's StatusError(code, message) into the kiln.Error subclass of its code."""
+    import functools
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except _kiln.StatusError as error:
+            code, message = error.args
+            raise _ERRORS.get(code, Error)(message) from None
+    return wrapper
+
+
+class CompilationCache:
+    """A compilation cache of its own: directory, bounds, remote tier (see docs/CACHE.md).
+
+    Two caches never see each other's entries. Without one, kiln.compile uses the process default,
+    configured by the KILN_* flags (kiln.config)."""
+
+    @_raising_kiln_errors
+    def __init__(self, directory="", *, max_size=-1, max_entries=-1, remote="", enabled=True):
+        self._cache = _kiln.open_cache(str(directory), int(max_size), int(max_entries),
+                                       str(remote), bool(enabled))
+
+    @property
+    def directory(self):
+        return self._cache.directory()
+
+    def stats(self):
+        """This cache's counters since it was opened: requests, hits, misses, writes, ..."""
+        return dict(self._cache.counters())
+
+
+class Executable:
+    """A loaded program: call it with NumPy arrays (and Python numbers for scalar arguments)."""
+
+    def __init__(self, native):
+        self._native = native
+        self.report = native.report()
+
+    @property
+    def entries(self):
+        """Each entry function: {"name", "inputs", "outputs"} with types as MLIR spells them."""
+        return self._native.entries()
+
+    @property
+    def optimization_level(self):
+        return self._native.effort_level()
+
+    @_raising_kiln_errors
+    def __call__(self, *arrays, entry=None):
+        return self._native.call(entry or "", *arrays)
+
+    def serialize(self):
+        """The executable as bytes (a .kx file): kiln.compile loads it without compiling."""
+        return self._native.serialize()
+
+
+class OnnxExecutable:
+    """An ONNX model: compiled for the input shapes of its first call (and again per new shape)."""
+
+    def __init__(self, native):
+        self._native = native
+
+    @property
+    def input_names(self):
+        return self._native.input_names()
+
+    @property
+    def output_names(self):
+        return self._native.output_names()
+
+    @property
+    def report(self):
+        """What the last compile (the first call at a new shape) found: cache, key, timings."""
+        return self._native.report()
+
+    @_raising_kiln_errors
+    def __call__(self, *arrays):
+        return self._native.call(*arrays)
+
+
+def _source_bytes(source):
+    """(bytes, name, directory, kind) of a path, MLIR text, bytes or an ONNX ModelProto."""
+    if hasattr(source, "SerializeToString"):  # an onnx.ModelProto
+        return source.SerializeToString(), "<ModelProto>", _os.getcwd(), "onnx"
+    if isinstance(source, _os.PathLike) or (isinstance(source, str) and "\n" not in source and
+                                            _os.path.splitext(source)[1] in
+                                            (".mlir", ".mlirbc", ".onnx", ".kx")):
+        path = _os.fspath(source)
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as error:
+            raise NotFoundError(f"{path}: cannot read the program: {error.strerror}") from None
+        kind = "onnx" if path.endswith(".onnx") else "mlir"
+        return data, path, _os.path.dirname(_os.path.abspath(path)), kind
+    if isinstance(source, str):
+        return source.encode(), "<string>", _os.getcwd(), "mlir"
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        data = bytes(source)
+        # ONNX ModelProto bytes start with ir_version (field 1, varint).
+        kind = "onnx" if data[:1] == b"\x08" else "mlir"
+        return data, "<bytes>", _os.getcwd(), kind
+    raise TypeError("kiln.compile: expected a path, MLIR text or bytes, ONNX bytes or an "
+                    f"onnx.ModelProto, given {type(source).__name__}")
+
+
+@_raising_kiln_errors
+def compile(source, *, optimization_level="UNKNOWN", cache=True):
+    """Compiles (or finds in the cache) a program and returns it loaded.
+
+    source: a path to .mlir/.mlirbc/.onnx/.kx, MLIR text or bytes, ONNX ModelProto bytes or an
+    onnx.ModelProto. optimization_level: "O0".."O3" (default: KILN_OPTIMIZATION_LEVEL).
+    cache: True (the process default cache), False (compile every time) or a CompilationCache.
+    """
+    data, name, directory, kind = _source_bytes(source)
+    if cache is True:
+        native_cache = None
+    elif cache is False:
+        native_cache = _kiln.open_cache("", -1, -1, "", False)
+    elif isinstance(cache, CompilationCache):
+        native_cache = cache._cache
+    else:
+        raise TypeError("cache: expected True, False or a kiln.CompilationCache")
+    level = str(optimization_level)
+    if kind == "onnx":
+        return OnnxExecutable(_kiln.load_onnx(data, name, directory, level, native_cache))
+    return Executable(_kiln.compile_mlir(data, name, level, native_cache))
+
+
+class _Config:
+    """Every KILN_* flag: kiln.config["KILN_NUM_THREADS"] = 2, kiln.config.flags()."""
+
+    @_raising_kiln_errors
+    def __getitem__(self, name):
+        return _kiln.config_get(name)
+
+    @_raising_kiln_errors
+    def __setitem__(self, name, value):
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        _kiln.config_set(name, str(value))
+
+    get = __getitem__
+    set = __setitem__
+
+    def flags(self):
+        """{name: {"value", "type", "source", "in_key"}} for every flag."""
+        return _kiln.config_flags()
+
+
+config = _Config()

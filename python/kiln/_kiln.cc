@@ -1,0 +1,392 @@
+// kiln's Python extension: the C++ API under kiln/__init__.py's Pythonic layer. Importing it
+// loads libkiln only; the compiler library is loaded by the first compile that misses the cache.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "kiln/buffer.h"
+#include "kiln/client.h"
+#include "kiln/compilation_cache.h"
+#include "kiln/compile.h"
+#include "kiln/config.h"
+#include "kiln/executable.h"
+#include "kiln/onnx.h"
+
+namespace py = pybind11;
+
+namespace {
+
+// Raised for every kiln error; kiln/__init__.py turns it into the kiln.Error subclass of its code.
+PyObject* status_error = nullptr;
+
+[[noreturn]] void raise(const kiln::Status& status) {
+  py::object error = py::reinterpret_borrow<py::object>(status_error);
+  PyErr_SetObject(status_error,
+                  py::make_tuple(kiln::status_code_name(status.code()), status.message()).ptr());
+  throw py::error_already_set();
+}
+
+template <typename T>
+T value_or_raise(kiln::Result<T> result) {
+  if (!result.ok()) raise(result.status());
+  return std::move(*result);
+}
+
+const kiln::Client& client() {
+  static std::once_flag once;
+  static std::unique_ptr<kiln::Client> instance;
+  static kiln::Status failure;
+  std::call_once(once, [] {
+    auto created = kiln::Client::create_cpu();
+    if (created.ok())
+      instance = std::move(*created);
+    else
+      failure = created.status();
+  });
+  if (!instance) raise(failure);
+  return *instance;
+}
+
+// NumPy's dtype for a kiln element type, and back.
+py::dtype numpy_dtype(kiln::DType dtype) {
+  switch (dtype) {
+    case kiln::DType::kF32:
+      return py::dtype::of<float>();
+    case kiln::DType::kF64:
+      return py::dtype::of<double>();
+    case kiln::DType::kI1:
+      return py::dtype::of<bool>();
+    case kiln::DType::kI8:
+      return py::dtype::of<int8_t>();
+    case kiln::DType::kI16:
+      return py::dtype::of<int16_t>();
+    case kiln::DType::kI32:
+      return py::dtype::of<int32_t>();
+    case kiln::DType::kI64:
+      return py::dtype::of<int64_t>();
+  }
+  return py::dtype::of<float>();
+}
+
+std::string type_text(const kiln::TensorType& type) {
+  return type.scalar ? kiln::dtype_name(type.dtype) : type.to_string();
+}
+
+py::dict entry_description(const kiln::EntryPoint& entry) {
+  py::list inputs, outputs;
+  for (const kiln::TensorType& t : entry.inputs) inputs.append(type_text(t));
+  for (const kiln::TensorType& t : entry.outputs) outputs.append(type_text(t));
+  py::dict d;
+  d["name"] = entry.name;
+  d["inputs"] = inputs;
+  d["outputs"] = outputs;
+  return d;
+}
+
+// A result as NumPy owns it: the array keeps the Buffer (and so kiln's memory) alive, no copy.
+py::object to_python(const kiln::Buffer& buffer, bool scalar) {
+  py::dtype dtype = numpy_dtype(buffer.dtype());
+  if (scalar) {
+    py::array value(dtype, std::vector<py::ssize_t>{}, buffer.data());
+    return value.attr("item")();
+  }
+  auto* kept = new kiln::Buffer(buffer);
+  py::capsule owner(kept, [](void* p) { delete static_cast<kiln::Buffer*>(p); });
+  std::vector<py::ssize_t> shape(buffer.shape().begin(), buffer.shape().end());
+  return py::array(dtype, shape, buffer.data(), owner);
+}
+
+// An argument for `type`: the array itself where its layout allows (C order, same dtype), held
+// alive in `keep`; Python numbers for scalar arguments.
+kiln::Buffer to_buffer(const py::handle& value, const kiln::TensorType& type, size_t index,
+                       const std::string& entry, std::vector<py::object>& keep) {
+  std::string where = "argument " + std::to_string(index) + " of '" + entry + "'";
+  py::dtype want = numpy_dtype(type.dtype);
+  if (type.scalar) {
+    if (!py::isinstance<py::int_>(value) && !py::isinstance<py::float_>(value) &&
+        !py::isinstance<py::bool_>(value) && !py::isinstance<py::array>(value))
+      throw py::type_error(where + ": expected a number (" + type_text(type) + "), given " +
+                           std::string(py::str(py::type::of(value))));
+    py::array a = py::array::ensure(value);
+    if (a.ndim() != 0)
+      throw py::value_error(where + ": expected a scalar " + type_text(type) + ", given an array");
+    py::array cast = a.attr("astype")(want);
+    kiln::Buffer b(type.dtype, {});
+    std::memcpy(b.data(), cast.data(), b.byte_size());
+    return b;
+  }
+  if (!py::isinstance<py::array>(value))
+    throw py::type_error(where + ": expected a NumPy array (" + type.to_string() + "), given " +
+                         std::string(py::str(py::type::of(value))));
+  py::array a = py::reinterpret_borrow<py::array>(value);
+  if (!a.dtype().is(want))
+    throw py::type_error(where + ": expected dtype " + std::string(py::str(want)) + " (" +
+                         type.to_string() + "), given " + std::string(py::str(a.dtype())));
+  std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
+  bool fits = shape.size() == type.shape.size();
+  for (size_t d = 0; fits && d < shape.size(); ++d)
+    fits = type.shape[d] == kiln::kDynamicDim || type.shape[d] == shape[d];
+  if (!fits)
+    throw py::value_error(where + ": expected shape " + type.to_string() + ", given " +
+                          kiln::shape_to_string(shape));
+  py::array contiguous = py::array::ensure(a, py::array::c_style);
+  keep.push_back(contiguous);
+  // The caller keeps the array alive for the call: the Buffer only borrows its memory.
+  return kiln::Buffer(type.dtype, shape, const_cast<void*>(contiguous.data()),
+                      std::shared_ptr<void>());
+}
+
+py::dict report_dict(const kiln::CompileReport& r) {
+  py::dict d;
+  d["cache"] = r.cache;
+  d["from_memory"] = r.from_memory;
+  d["key"] = r.key;
+  d["module"] = r.module_name;
+  d["compiled"] = r.compiled;
+  d["skipped_write"] = r.skipped_write;
+  d["key_ms"] = r.key_ms;
+  d["retrieval_ms"] = r.retrieval_ms;
+  d["compile_ms"] = r.compile_ms;
+  return d;
+}
+
+// A compiled MLIR program (or a loaded .kx).
+class PyExecutable {
+ public:
+  PyExecutable(std::shared_ptr<kiln::Executable> exe, py::dict report)
+      : exe_(std::move(exe)), report_(std::move(report)) {}
+
+  py::list entries() const {
+    py::list out;
+    for (const kiln::EntryPoint& e : exe_->entry_points()) out.append(entry_description(e));
+    return out;
+  }
+
+  py::object call(const std::string& requested, const py::args& args) const {
+    const kiln::EntryPoint* entry = choose(requested);
+    if (args.size() != entry->inputs.size())
+      throw py::type_error("'" + entry->name + "' takes " + std::to_string(entry->inputs.size()) +
+                           " argument(s), " + std::to_string(args.size()) + " given");
+    std::vector<py::object> keep;
+    std::vector<kiln::Buffer> inputs;
+    for (size_t i = 0; i < args.size(); ++i)
+      inputs.push_back(to_buffer(args[i], entry->inputs[i], i, entry->name, keep));
+    kiln::Result<std::vector<kiln::Buffer>> results = kiln::internal_error("not run");
+    {
+      py::gil_scoped_release release;
+      results = exe_->execute(entry->name, inputs);
+    }
+    std::vector<kiln::Buffer> outputs = value_or_raise(std::move(results));
+    if (outputs.size() == 1) return to_python(outputs[0], entry->outputs[0].scalar);
+    py::tuple out(outputs.size());
+    for (size_t i = 0; i < outputs.size(); ++i)
+      out[i] = to_python(outputs[i], entry->outputs[i].scalar);
+    return out;
+  }
+
+  py::dict report() const { return report_; }
+  std::string effort_level() const { return exe_->info().effort_level; }
+  py::bytes serialize() const { return py::bytes(exe_->serialize()); }
+
+ private:
+  const kiln::EntryPoint* choose(const std::string& requested) const {
+    const auto& entries = exe_->entry_points();
+    if (!requested.empty()) return value_or_raise(exe_->find_entry(requested));
+    if (entries.size() == 1) return &entries[0];
+    for (const auto& e : entries)
+      if (e.name == "main") return &e;
+    std::string names;
+    for (const auto& e : entries) names += (names.empty() ? "" : ", ") + e.name;
+    raise(kiln::invalid_argument(
+        entries.empty() ? "the program has no entry function (a public function with tensor, "
+                          "memref or scalar arguments)"
+                        : "the program has several entry functions (" + names +
+                              "); choose one with entry=..."));
+  }
+
+  std::shared_ptr<kiln::Executable> exe_;
+  py::dict report_;
+};
+
+// An ONNX model compiled for the input shapes it was first called with (one program per shape).
+class PyOnnxExecutable {
+ public:
+  PyOnnxExecutable(kiln::OnnxModel model, kiln::CompileOptions options,
+                   std::shared_ptr<kiln::CompilationCache> cache)
+      : client_(&client()),  // created here, with the GIL: run() has none to raise with
+        model_(std::move(model)),
+        options_(std::move(options)),
+        cache_(std::move(cache)) {}
+
+  py::list input_names() const {
+    py::list names;
+    for (const auto& i : model_.inputs()) names.append(i.name);
+    return names;
+  }
+  py::list output_names() const {
+    py::list names;
+    for (const auto& o : model_.outputs()) names.append(o.name);
+    return names;
+  }
+
+  py::object call(const py::args& args) {
+    if (args.size() != model_.inputs().size())
+      throw py::type_error("the model takes " + std::to_string(model_.inputs().size()) +
+                           " input(s), " + std::to_string(args.size()) + " given");
+    std::vector<py::object> keep;
+    std::vector<kiln::Buffer> inputs;
+    std::vector<std::vector<int64_t>> given;
+    for (size_t i = 0; i < args.size(); ++i) {
+      const kiln::OnnxValueInfo& info = model_.inputs()[i];
+      kiln::DType dtype = value_or_raise(kiln::dtype_of_onnx(info.element_type));
+      if (!py::isinstance<py::array>(args[i]))
+        throw py::type_error("input '" + info.name + "': expected a NumPy array");
+      py::array a = py::reinterpret_borrow<py::array>(args[i]);
+      std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
+      kiln::TensorType type{dtype, shape};
+      inputs.push_back(to_buffer(a, type, i, "the model", keep));
+      given.push_back(shape);
+    }
+    kiln::Result<std::vector<kiln::Buffer>> results = kiln::internal_error("not run");
+    {
+      py::gil_scoped_release release;
+      results = run(given, inputs);
+    }
+    std::vector<kiln::Buffer> outputs = value_or_raise(std::move(results));
+    if (outputs.size() == 1) return to_python(outputs[0], false);
+    py::tuple out(outputs.size());
+    for (size_t i = 0; i < outputs.size(); ++i) out[i] = to_python(outputs[i], false);
+    return out;
+  }
+
+  py::dict report() const { return report_dict(last_report_); }
+
+ private:
+  kiln::Result<std::vector<kiln::Buffer>> run(const std::vector<std::vector<int64_t>>& given,
+                                              const std::vector<kiln::Buffer>& inputs) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    KILN_ASSIGN_OR_RETURN(auto shapes, model_.resolve_input_shapes(given));
+    auto found = programs_.find(shapes);
+    if (found == programs_.end()) {
+      kiln::CompileReport report;
+      KILN_ASSIGN_OR_RETURN(kiln::OnnxProgram program,
+                            kiln::compile_onnx_or_get_cached(*client_, model_, shapes, options_,
+                                                             &report, &inputs, cache_.get()));
+      last_report_ = report;
+      found = programs_.emplace(shapes, std::move(program)).first;
+    }
+    return found->second.run(inputs);
+  }
+
+  const kiln::Client* client_;
+  kiln::OnnxModel model_;
+  kiln::CompileOptions options_;
+  std::shared_ptr<kiln::CompilationCache> cache_;
+  std::mutex mutex_;
+  std::map<std::vector<std::vector<int64_t>>, kiln::OnnxProgram> programs_;
+  kiln::CompileReport last_report_;
+};
+
+kiln::CompileOptions options_for(const std::string& optimization_level) {
+  kiln::CompileOptions options;
+  options.optimization_level = value_or_raise(kiln::parse_effort_level(optimization_level));
+  return options;
+}
+
+// Compiles MLIR (text or bytecode) or loads a .kx, through `cache` or the process default.
+PyExecutable compile_mlir(const py::bytes& bytes, const std::string& name,
+                          const std::string& optimization_level,
+                          const std::shared_ptr<kiln::CompilationCache>& cache) {
+  kiln::ModuleSource source;
+  source.bytes = std::string(bytes);
+  source.name = name;
+  kiln::CompileOptions options = options_for(optimization_level);
+  kiln::CompileReport report;
+  kiln::Result<std::shared_ptr<kiln::Executable>> exe = kiln::internal_error("not compiled");
+  const kiln::Client& c = client();
+  {
+    py::gil_scoped_release release;
+    if (source.bytes.rfind("KILNEXE", 0) == 0)
+      exe = kiln::Executable::deserialize(source.bytes);
+    else if (cache)
+      exe = cache->compile_or_get_cached(c, source, options, &report);
+    else
+      exe = kiln::compile_or_get_cached(c, source, options, &report);
+  }
+  return PyExecutable(value_or_raise(std::move(exe)), report_dict(report));
+}
+
+std::unique_ptr<PyOnnxExecutable> load_onnx(const py::bytes& bytes, const std::string& name,
+                                            const std::string& directory,
+                                            const std::string& optimization_level,
+                                            const std::shared_ptr<kiln::CompilationCache>& cache) {
+  kiln::OnnxModel model =
+      value_or_raise(kiln::OnnxModel::from_bytes(std::string(bytes), name, directory));
+  return std::make_unique<PyOnnxExecutable>(std::move(model), options_for(optimization_level),
+                                            cache);
+}
+
+std::shared_ptr<kiln::CompilationCache> open_cache(const std::string& directory,
+                                                   int64_t max_size_bytes, int64_t max_entries,
+                                                   const std::string& remote_url, bool enabled) {
+  kiln::CompilationCacheOptions options = kiln::CompilationCacheOptions::from_flags();
+  options.enabled = enabled;
+  if (!directory.empty()) options.directory = directory;
+  options.max_size_bytes = max_size_bytes;
+  options.max_entries = max_entries;
+  options.remote_url = remote_url;
+  return value_or_raise(kiln::CompilationCache::open(options));
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_kiln, m) {
+  m.doc() = "kiln's C++ API (use the kiln package)";
+  status_error = PyErr_NewException("kiln._kiln.StatusError", PyExc_RuntimeError, nullptr);
+  m.attr("StatusError") = py::reinterpret_borrow<py::object>(status_error);
+
+  py::class_<PyExecutable>(m, "Executable")
+      .def("entries", &PyExecutable::entries)
+      .def("call", &PyExecutable::call)
+      .def("report", &PyExecutable::report)
+      .def("effort_level", &PyExecutable::effort_level)
+      .def("serialize", &PyExecutable::serialize);
+  py::class_<PyOnnxExecutable>(m, "OnnxExecutable")
+      .def("input_names", &PyOnnxExecutable::input_names)
+      .def("output_names", &PyOnnxExecutable::output_names)
+      .def("call", &PyOnnxExecutable::call)
+      .def("report", &PyOnnxExecutable::report);
+  py::class_<kiln::CompilationCache, std::shared_ptr<kiln::CompilationCache>>(m, "CompilationCache")
+      .def("counters", &kiln::CompilationCache::counters)
+      .def("directory", [](const kiln::CompilationCache& c) { return c.options().directory; });
+
+  m.def("compile_mlir", &compile_mlir, py::arg("bytes"), py::arg("name"),
+        py::arg("optimization_level"), py::arg("cache"));
+  m.def("load_onnx", &load_onnx, py::arg("bytes"), py::arg("name"), py::arg("directory"),
+        py::arg("optimization_level"), py::arg("cache"));
+  m.def("open_cache", &open_cache, py::arg("directory"), py::arg("max_size_bytes"),
+        py::arg("max_entries"), py::arg("remote_url"), py::arg("enabled"));
+  m.def("config_get",
+        [](const std::string& name) { return value_or_raise(kiln::config::get_string(name)); });
+  m.def("config_set", [](const std::string& name, const std::string& value) {
+    kiln::Status s = kiln::config::set(name, value);
+    if (!s.ok()) raise(s);
+  });
+  m.def("config_flags", [] {
+    py::dict out;
+    for (const kiln::config::FlagState& f : kiln::config::flag_states()) {
+      py::dict d;
+      d["value"] = f.value;
+      d["type"] = f.type;
+      d["source"] = f.source;
+      d["in_key"] = f.in_key;
+      out[py::str(f.info.name)] = d;
+    }
+    return out;
+  });
+}
