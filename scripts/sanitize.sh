@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x build/bin/kiln ] || bash scripts/setup.sh  # installs the dependencies
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_SANITIZE=ON \
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_SANITIZE=ON -DKILN_BUILD_PYTHON=OFF \
   -DKILN_BUILD_BENCHMARKS=OFF >/dev/null
 ninja -C build-asan -j2
 # Leak checks stay on for kiln's own code; LLVM and MLIR keep process-lifetime singletons.
