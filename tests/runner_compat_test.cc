@@ -3,11 +3,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 
+#include "kiln/file.h"
 #include "test_support.h"
 
 namespace kiln::testing {
@@ -153,6 +155,51 @@ TEST(RunnerFlagsTest, SharedLibsResolveTheFunctionsAProgramCalls) {
                                       "--shared-libs=/nonexistent/libnothing.so", "--no-cache"});
   EXPECT_EQ(absent.exit_code, 1);
   EXPECT_THAT(absent.err, HasSubstr("cannot load '/nonexistent/libnothing.so'"));
+}
+
+TEST(EmbeddedScheduleTest, AppliedAsTheTransformInterpreterWouldThenErased) {
+  std::string program = program_path("runner/transform_schedule.mlir");
+  for (const char* level : {"O0", "O2"}) {
+    TempDir dump;
+    ProcessResult run = run_process(
+        {kiln_binary(), "run", program, "--entry-point-result=void", "--no-cache", "-O", level},
+        {"KILN_DUMP_IR_TO=" + dump.path()});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_THAT(run.out, HasSubstr("[[4,   5,   5], \n [10,   11,   14], \n [16,   17,   23]]"));
+    // The schedule's 2x2 tiles are loops in the program kiln compiled; no transform op is left.
+    std::string bufferized;
+    for (const auto& file : std::filesystem::directory_iterator(dump.path()))
+      if (file.path().string().find("1-bufferized") != std::string::npos)
+        if (auto text = read_file(file.path().string()); text.ok()) bufferized = *text;
+    EXPECT_THAT(bufferized, HasSubstr("scf.for")) << level;
+    EXPECT_THAT(bufferized, ::testing::Not(HasSubstr("transform."))) << level;
+  }
+}
+
+TEST(EmbeddedScheduleTest, AScheduleThatFailsIsACompileErrorNamingIt) {
+  TempDir dir;
+  std::string bad = dir.file("bad_schedule.mlir");
+  // The cast fails when the interpreter runs it: the payload is a matmul, not a generic.
+  ASSERT_TRUE(write_file(bad, R"mlir(
+module attributes {transform.with_named_sequence} {
+  func.func @main(%a: tensor<4x4xf32>, %b: tensor<4x4xf32>, %c: tensor<4x4xf32>) -> tensor<4x4xf32> {
+    %r = linalg.matmul ins(%a, %b : tensor<4x4xf32>, tensor<4x4xf32>)
+                       outs(%c : tensor<4x4xf32>) -> tensor<4x4xf32>
+    return %r : tensor<4x4xf32>
+  }
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %matmul = transform.structured.match ops{["linalg.matmul"]} in %root
+        : (!transform.any_op) -> !transform.any_op
+    %generic = transform.cast %matmul : !transform.any_op to !transform.op<"linalg.generic">
+    transform.yield
+  }
+}
+)mlir")
+                  .ok());
+  ProcessResult run = run_process({kiln_binary(), "run", bad, "--no-cache"});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.err, HasSubstr("transform schedule (@__transform_main) failed"));
+  EXPECT_THAT(run.err, HasSubstr("bad_schedule.mlir:"));
 }
 
 }  // namespace

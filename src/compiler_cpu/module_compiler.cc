@@ -775,6 +775,7 @@ class MlirModuleCompiler : public ModuleCompiler {
     mlir::SourceMgrDiagnosticHandler handler(source_mgr, &context, diagnostic_stream);
     result.info.module_name = module->getSymName() ? module->getSymName()->str() : "module";
 
+    KILN_RETURN_IF_ERROR(apply_embedded_schedule(*module, diagnostics));
     KILN_RETURN_IF_ERROR(collect_entry_points(*module, result.entry_points));
     KILN_RETURN_IF_ERROR(collect_host_callbacks(*module, result.callbacks));
     // Detailed logs only for modules big enough to be interesting; the walk stops at the bound.
@@ -1019,6 +1020,29 @@ class MlirModuleCompiler : public ModuleCompiler {
   // Transform scripts are optimisations: when one cannot apply (a shape it does not handle), the
   // module goes on unchanged. The script runs on a clone so a half-applied script leaves no trace.
   // Returns whether the script applied.
+  // A module that carries its own transform schedule (`module attributes
+  // {transform.with_named_sequence}` with a @__transform_main sequence) has it applied first, as
+  // `mlir-opt -transform-interpreter` would, and every transform op erased afterwards: the rest of
+  // the pipeline sees only the program the schedule produced.
+  Status apply_embedded_schedule(mlir::ModuleOp module, std::string& diagnostics) {
+    constexpr const char* kScheduleAttr = "transform.with_named_sequence";
+    if (!module->hasAttr(kScheduleAttr)) return Status();
+    mlir::transform::NamedSequenceOp entry;
+    for (auto sequence : module.getOps<mlir::transform::NamedSequenceOp>())
+      if (sequence.getSymName() == "__transform_main") entry = sequence;
+    if (entry && mlir::failed(mlir::transform::applyTransformNamedSequence(
+                     module, entry, module, mlir::transform::TransformOptions())))
+      return compile_error("the module's transform schedule (@__transform_main) failed:\n" +
+                           diagnostics);
+    std::vector<mlir::Operation*> schedule;
+    for (mlir::Operation& op : module.getBody()->getOperations())
+      if (op.getDialect() && op.getDialect()->getNamespace() == "transform")
+        schedule.push_back(&op);
+    for (mlir::Operation* op : schedule) op->erase();
+    module->removeAttr(kScheduleAttr);
+    return Status();
+  }
+
   bool apply_optional_transform(mlir::OwningOpRef<mlir::ModuleOp>& module, const char* script) {
     mlir::MLIRContext* context = module->getContext();
     mlir::OwningOpRef<mlir::ModuleOp> transforms =
