@@ -157,6 +157,23 @@ TEST(RunnerFlagsTest, SharedLibsResolveTheFunctionsAProgramCalls) {
   EXPECT_THAT(absent.err, HasSubstr("cannot load '/nonexistent/libnothing.so'"));
 }
 
+TEST(PackUnpackTest, PadsIntoTilesAndUnpacksBackAtEveryLevel) {
+  const std::string want =
+      "Unranked Memref base@ = ADDR rank = 4 offset = 0 sizes = [2, 3, 2, 2] strides = [12, 4, 2, "
+      "1] data = \n"
+      "[[[[1,     2], \n   [6,     7]], \n  [[3,     4], \n   [8,     9]], \n"
+      "  [[5,     0], \n   [10,     0]]], \n [[[11,     12], \n   [0,     0]], \n"
+      "  [[13,     14], \n   [0,     0]], \n  [[15,     0], \n   [0,     0]]]]\n"
+      "Unranked Memref base@ = ADDR rank = 2 offset = 0 sizes = [3, 5] strides = [5, 1] data = \n"
+      "[[1,   2,   3,   4,   5], \n [6,   7,   8,   9,   10], \n [11,   12,   13,   14,   15]]\n";
+  for (const char* level : {"O0", "O2"}) {
+    ProcessResult run = run_process({kiln_binary(), "run", program_path("runner/pack_unpack.mlir"),
+                                     "--entry-point-result=void", "--no-cache", "-O", level});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_EQ(mask_addresses(run.out), want) << level;
+  }
+}
+
 TEST(EmbeddedScheduleTest, AppliedAsTheTransformInterpreterWouldThenErased) {
   std::string program = program_path("runner/transform_schedule.mlir");
   for (const char* level : {"O0", "O2"}) {

@@ -437,6 +437,16 @@ PglePlan pgle_plan(const CompileOptions& options, const std::string& module_name
   return plan;
 }
 
+bool has_pack_or_unpack(mlir::ModuleOp module) {
+  bool found = false;
+  module->walk([&](mlir::Operation* op) {
+    llvm::StringRef name = op->getName().getStringRef();
+    found = name == "linalg.pack" || name == "linalg.unpack";
+    return found ? mlir::WalkResult::interrupt() : mlir::WalkResult::advance();
+  });
+  return found;
+}
+
 // Whether ownership-based deallocation has work in `module`: buffers to free, or buffers a
 // function returns (which it must hand over owned, copying a global or an argument).
 bool needs_buffer_deallocation(mlir::ModuleOp module) {
@@ -798,6 +808,7 @@ class MlirModuleCompiler : public ModuleCompiler {
     KILN_RETURN_IF_ERROR(run_passes(*module, pipeline.tensor_passes, diagnostics));
     std::vector<int64_t> cold_kernels;
     if (pgle.active()) result.info.kernels = instrument_kernels(*module, pgle, &cold_kernels);
+    if (has_pack_or_unpack(*module)) apply_optional_transform(module, kLowerPackUnpackScript);
     if (pipeline.vectorize_convolutions)
       apply_optional_transform(module, kVectorizeConvolutionsScript);
     protect_entry_arguments(*module);

@@ -1,5 +1,5 @@
-// Transform-dialect scripts kiln applies from effort level O2 up (the contraction script, which
-// varies with the PGLE candidates, is generated in pgle_codegen.cc).
+// Transform-dialect scripts kiln applies (the contraction script, which varies with the PGLE
+// candidates, is generated in pgle_codegen.cc).
 #pragma once
 
 namespace kiln::cpu {
@@ -21,6 +21,27 @@ module attributes {transform.with_named_sequence} {
     transform.apply_patterns to %funcs {
       transform.apply_patterns.canonicalization
     } : !transform.any_op
+    transform.yield
+  }
+}
+)mlir";
+
+// At every level, before bufferisation (which has no rule for them): linalg.pack and
+// linalg.unpack become pad + expand_shape + transpose, and empty + transpose + collapse_shape +
+// extract_slice.
+inline constexpr const char* kLowerPackUnpackScript = R"mlir(
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %packs = transform.structured.match ops{["linalg.pack"]} in %root
+        : (!transform.any_op) -> !transform.op<"linalg.pack">
+    transform.structured.lower_pack %packs : (!transform.op<"linalg.pack">)
+        -> (!transform.op<"tensor.pad">, !transform.op<"tensor.expand_shape">,
+            !transform.op<"linalg.transpose">)
+    %unpacks = transform.structured.match ops{["linalg.unpack"]} in %root
+        : (!transform.any_op) -> !transform.op<"linalg.unpack">
+    transform.structured.lower_unpack %unpacks : (!transform.op<"linalg.unpack">)
+        -> (!transform.op<"tensor.empty">, !transform.op<"linalg.transpose">,
+            !transform.op<"tensor.collapse_shape">, !transform.op<"tensor.extract_slice">)
     transform.yield
   }
 }
