@@ -47,10 +47,13 @@ Pipeline build_pipeline(EffortLevel level, const std::vector<std::string>& disab
       {"lower-affine", "", false},
       {"convert-scf-to-cf", "", false},
       {"convert-vector-to-llvm", "", false},
+      // Complex arithmetic becomes arithmetic on the parts; the parts then become LLVM structs.
+      {"convert-complex-to-standard", "", true},
       {"convert-math-to-llvm", "", false},
       {"convert-math-to-libm", "", false},
       {"convert-arith-to-llvm", "", false},
       {"convert-index-to-llvm", "", false},
+      {"convert-complex-to-llvm", "", false},
       // Allocations go through kiln's checking allocator (backend/cpu/checked_alloc.h).
       {"finalize-memref-to-llvm", "{use-generic-functions=true}", false},
       {"convert-func-to-llvm", "", false},

@@ -4,6 +4,7 @@
 // only runs cached executables must not load.
 #include <cinttypes>
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -67,21 +68,76 @@ void print_data(std::ostream& os, const T* base, int64_t dim, int64_t rank, int6
   os << "]";
 }
 
+// IEEE half and bfloat16 as stored (their bits); printed as the float they hold, like MLIR's
+// f16 and bf16 types in the runner utilities.
+float half_to_float(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000) << 16, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+  uint32_t bits;
+  if (exponent == 0x1f) {
+    bits = sign | 0x7f800000u | (mantissa << 13);  // infinity or NaN
+  } else if (exponent != 0) {
+    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  } else if (mantissa == 0) {
+    bits = sign;
+  } else {  // subnormal: normalise
+    int shift = 0;
+    while ((mantissa & 0x400) == 0) {
+      mantissa <<= 1;
+      ++shift;
+    }
+    bits = sign | (uint32_t(113 - shift) << 23) | ((mantissa & 0x3ff) << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+struct Half {
+  uint16_t bits;
+};
+struct BFloat16 {
+  uint16_t bits;
+};
+std::ostream& operator<<(std::ostream& os, Half h) { return os << half_to_float(h.bits); }
+std::ostream& operator<<(std::ostream& os, BFloat16 b) {
+  uint32_t bits = uint32_t(b.bits) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return os << f;
+}
+
+void print_metadata(std::ostream& os, const char* kind, const void* data, int64_t rank,
+                    int64_t offset, const int64_t* sizes, const int64_t* strides) {
+  os << kind << " base@ = " << std::hex << std::showbase << reinterpret_cast<std::intptr_t>(data)
+     << std::dec << std::noshowbase << " rank = " << rank << " offset = " << offset << " sizes = [";
+  for (int64_t i = 0; i < rank; ++i) os << (i ? ", " : "") << sizes[i];
+  os << "] strides = [";
+  for (int64_t i = 0; i < rank; ++i) os << (i ? ", " : "") << strides[i];
+  os << "]";
+}
+
 template <typename T>
-void print_memref(int64_t rank, void* descriptor) {
+void print_memref_as(const char* kind, int64_t rank, void* descriptor) {
   StridedView<T> v(rank, descriptor);
   std::ostream& os = std::cout;
-  os << "Unranked Memref base@ = " << std::hex << std::showbase
-     << reinterpret_cast<std::intptr_t>(v.data) << std::dec << std::noshowbase
-     << " rank = " << v.rank << " offset = " << v.offset << " sizes = [";
-  for (int64_t i = 0; i < rank; ++i) os << (i ? ", " : "") << v.sizes[i];
-  os << "] strides = [";
-  for (int64_t i = 0; i < rank; ++i) os << (i ? ", " : "") << v.strides[i];
-  os << "] data = \n";
+  print_metadata(os, kind, v.data, v.rank, v.offset, v.sizes, v.strides);
+  os << " data = \n";
   if (rank == 0) os << "[";
   print_data(os, v.data, rank, rank, v.offset, v.sizes, v.strides);
   if (rank == 0) os << "]";
   os << std::endl;
+}
+
+template <typename T>
+void print_memref(int64_t rank, void* descriptor) {
+  print_memref_as<T>("Unranked Memref", rank, descriptor);
+}
+
+// printMemrefShape*: the header alone.
+template <typename T>
+void print_memref_shape(int64_t rank, void* descriptor) {
+  StridedView<T> v(rank, descriptor);
+  print_metadata(std::cout, "Unranked Memref", v.data, v.rank, v.offset, v.sizes, v.strides);
+  std::cout << std::endl;
 }
 
 }  // namespace
@@ -157,7 +213,43 @@ KILN_PRINT_MEMREF(F32, float)
 KILN_PRINT_MEMREF(F64, double)
 KILN_PRINT_MEMREF(I32, int32_t)
 KILN_PRINT_MEMREF(I64, int64_t)
+KILN_PRINT_MEMREF(Ind, int64_t)
+KILN_PRINT_MEMREF(C32, std::complex<float>)
+KILN_PRINT_MEMREF(C64, std::complex<double>)
 #undef KILN_PRINT_MEMREF
+
+// MLIR provides these through the C interface only.
+#define KILN_PRINT_MEMREF_CIFACE(suffix, type)                                  \
+  __attribute__((visibility("default"))) void _mlir_ciface_printMemref##suffix( \
+      UnrankedMemRef* m) {                                                      \
+    print_memref<type>(m->rank, m->descriptor);                                 \
+  }
+KILN_PRINT_MEMREF_CIFACE(I8, int8_t)
+KILN_PRINT_MEMREF_CIFACE(I16, int16_t)
+KILN_PRINT_MEMREF_CIFACE(F16, Half)
+KILN_PRINT_MEMREF_CIFACE(BF16, BFloat16)
+#undef KILN_PRINT_MEMREF_CIFACE
+
+#define KILN_PRINT_MEMREF_SHAPE(suffix, type)                                        \
+  __attribute__((visibility("default"))) void _mlir_ciface_printMemrefShape##suffix( \
+      UnrankedMemRef* m) {                                                           \
+    print_memref_shape<type>(m->rank, m->descriptor);                                \
+  }
+KILN_PRINT_MEMREF_SHAPE(I8, int8_t)
+KILN_PRINT_MEMREF_SHAPE(I32, int32_t)
+KILN_PRINT_MEMREF_SHAPE(I64, int64_t)
+KILN_PRINT_MEMREF_SHAPE(F32, float)
+KILN_PRINT_MEMREF_SHAPE(F64, double)
+KILN_PRINT_MEMREF_SHAPE(Ind, int64_t)
+KILN_PRINT_MEMREF_SHAPE(C32, std::complex<float>)
+KILN_PRINT_MEMREF_SHAPE(C64, std::complex<double>)
+#undef KILN_PRINT_MEMREF_SHAPE
+
+__attribute__((visibility("default"))) int64_t _mlir_ciface_nanoTime() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
 
 __attribute__((visibility("default"))) void printF32(float f) {
   if (std::isnan(f) && std::signbit(f))
