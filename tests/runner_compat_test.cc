@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -156,6 +157,35 @@ TEST(RunnerFlagsTest, SharedLibsResolveTheFunctionsAProgramCalls) {
                                       "--shared-libs=/nonexistent/libnothing.so", "--no-cache"});
   EXPECT_EQ(absent.exit_code, 1);
   EXPECT_THAT(absent.err, HasSubstr("cannot load '/nonexistent/libnothing.so'"));
+}
+
+TEST(RuntimeVerificationTest, OutOfBoundsAccessStopsWithMlirRunnersMessage) {
+  std::string program = program_path("runner/out_of_bounds.mlir");
+  TempDir dir;
+  std::vector<std::string> env = {"KILN_CACHE_DIR=" + dir.file("cache")};
+  for (const char* level : {"O0", "O2"}) {
+    ProcessResult run = run_process({kiln_binary(), "run", program, "--entry-point-result=void",
+                                     "--verify-runtime", "-O", level},
+                                    env);
+    EXPECT_EQ(run.exit_code, 128 + SIGABRT) << run.err;
+    EXPECT_THAT(run.out, HasSubstr("ERROR: Runtime op verification failed\n"
+                                   "%0 = memref.load %alloca[%c5] : memref<4xf32>\n"
+                                   "^ out-of-bounds access\n"
+                                   "Location: loc(\""));
+    EXPECT_THAT(run.out, HasSubstr("out_of_bounds.mlir\":6:8)")) << level;
+  }
+  // The checks are part of the key: the same program without them is another entry, and runs
+  // unchecked (the flag's environment spelling does the same as --verify-runtime).
+  ProcessResult unchecked = run_process(
+      {kiln_binary(), "run", program, "--entry-point-result=void", "-O", "O2", "--json"}, env);
+  EXPECT_EQ(unchecked.exit_code, 0) << unchecked.err;
+  EXPECT_EQ(json_on_stderr(unchecked).value("cache", ""), "miss");
+  std::vector<std::string> checked_env = env;
+  checked_env.push_back("KILN_VERIFY_RUNTIME=true");
+  ProcessResult checked = run_process(
+      {kiln_binary(), "run", program, "--entry-point-result=void", "-O", "O2"}, checked_env);
+  EXPECT_EQ(checked.exit_code, 128 + SIGABRT);
+  EXPECT_THAT(checked.out, HasSubstr("out-of-bounds access"));
 }
 
 TEST(PackUnpackTest, PadsIntoTilesAndUnpacksBackAtEveryLevel) {

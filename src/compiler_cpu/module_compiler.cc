@@ -805,6 +805,11 @@ class MlirModuleCompiler : public ModuleCompiler {
     PglePlan pgle = pgle_plan(options, result.info.module_name);
     IrDumper dump(result.info.module_name);
     dump.mlir("0-input", *module);
+    // Checks go in first, while every op they verify is still there (as mlir-opt
+    // -generate-runtime-verification in front of a lowering pipeline).
+    if (config::get_bool("KILN_VERIFY_RUNTIME"))
+      KILN_RETURN_IF_ERROR(
+          run_passes(*module, {{"generate-runtime-verification", "", false}}, diagnostics));
     KILN_RETURN_IF_ERROR(run_passes(*module, pipeline.tensor_passes, diagnostics));
     std::vector<int64_t> cold_kernels;
     if (pgle.active()) result.info.kernels = instrument_kernels(*module, pgle, &cold_kernels);

@@ -44,6 +44,10 @@ const std::vector<FlagInfo>& flag_table() {
       {"KILN_DISABLE_MOST_OPTIMIZATIONS", "false", "compile at O0 with expensive passes off",
        false},
       {"KILN_DUMP_IR_TO", "", "dump the module at each compile stage into this directory", false},
+      {"KILN_VERIFY_RUNTIME", "false",
+       "insert run-time checks (out-of-bounds accesses, bad casts, ...) that stop the program with "
+       "mlir-runner's messages",
+       true},
       {"KILN_COMPILER_DETAILED_LOGGING_MIN_OPS", "10",
        "modules with at least this many operations get detailed compile logs", false},
       {"KILN_LOG_LEVEL", "warning", "debug, info, warning or error", false},

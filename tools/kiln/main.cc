@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -67,6 +68,7 @@ struct RunArgs {
   std::string effort = "UNKNOWN";
   std::string entry_point_result;
   std::string shared_libs;
+  bool verify_runtime = false;
   std::vector<std::string> disabled_passes;
   int repeat = 1;
   bool json = false;
@@ -511,7 +513,16 @@ int run_onnx(const RunArgs& args, const kiln::Client& client, const kiln::Compil
   return 0;
 }
 
+// A program that stops itself (a failed run-time check prints its message with puts, then
+// aborts) must not lose what it printed: stdout is flushed before the abort goes on.
+void flush_output_then_abort(int signal_number) {
+  std::fflush(stdout);
+  std::signal(signal_number, SIG_DFL);
+  std::raise(signal_number);
+}
+
 int run_command(const RunArgs& args) {
+  std::signal(SIGABRT, flush_output_then_abort);
   auto client = make_client(args);
   if (!client.ok()) return fail(client.status());
   auto options = compile_options(args.effort, args.disabled_passes);
@@ -522,6 +533,7 @@ int run_command(const RunArgs& args) {
   options->num_replicas = std::max(1, args.replicas);
   if (args.no_cache) (void)kiln::config::set("KILN_ENABLE_COMPILATION_CACHE", "false");
   if (args.expect_pgle) (void)kiln::config::set("KILN_COMPILATION_CACHE_EXPECT_PGLE", "true");
+  if (args.verify_runtime) (void)kiln::config::set("KILN_VERIFY_RUNTIME", "true");
   if (kiln::is_onnx_file(args.file)) {
     if (args.pgle || options->num_replicas > 1 || !args.entry.empty())
       return fail(kiln::invalid_argument(
@@ -883,6 +895,9 @@ int main(int argc, char** argv) {
                       "comma-separated libraries whose functions the program calls (MLIR's "
                       "runner utility libraries are built into kiln)");
   run_cmd->add_option("--disable-pass", run.disabled_passes, "leave a pipeline pass out");
+  run_cmd->add_flag("--verify-runtime", run.verify_runtime,
+                    "insert run-time checks that stop an out-of-bounds program with "
+                    "mlir-runner's message (KILN_VERIFY_RUNTIME)");
   run_cmd->add_option("--repeat", run.repeat, "run the entry this many times");
   run_cmd->add_flag("--pgle", run.pgle,
                     "profile-guided: profile the first runs, recompile once with the profile");
