@@ -101,6 +101,16 @@ class CompilationCache:
         """This cache's counters since it was opened: requests, hits, misses, writes, ..."""
         return dict(self._cache.counters())
 
+    @_raising_kiln_errors
+    def explain(self, source, *, optimization_level="UNKNOWN"):
+        """The key an MLIR program would have here: {"key", "module", "components" (name, digest,
+        description of each part), "stored" (whether this cache holds it)}."""
+        data, name, _, kind = _source_bytes(source)
+        if kind != "mlir":
+            raise UnimplementedError("CompilationCache.explain takes MLIR; for an ONNX model use "
+                                     "`kiln cache explain MODEL.onnx`")
+        return _kiln.explain(self._cache, data, name, str(optimization_level))
+
 
 class Executable:
     """A loaded program: call it with NumPy arrays (and Python numbers for scalar arguments)."""

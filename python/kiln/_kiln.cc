@@ -331,6 +331,39 @@ std::unique_ptr<PyOnnxExecutable> load_onnx(const py::bytes& bytes, const std::s
                                             cache);
 }
 
+// The key `bytes` (MLIR) would have in `cache` at `optimization_level`, what it is made of, and
+// whether the cache holds an entry under it.
+py::dict explain(const std::shared_ptr<kiln::CompilationCache>& cache, const py::bytes& bytes,
+                 const std::string& name, const std::string& optimization_level) {
+  kiln::ModuleSource source;
+  source.bytes = std::string(bytes);
+  source.name = name;
+  kiln::CompileOptions options = options_for(optimization_level);
+  const kiln::Client& c = client();
+  kiln::Result<kiln::CacheKey> key = kiln::internal_error("no key");
+  kiln::Result<std::optional<std::string>> stored = std::optional<std::string>();
+  {
+    py::gil_scoped_release release;
+    key = cache->compute_key(c, source, options);
+    if (key.ok() && cache->store() != nullptr) stored = cache->store()->get(key->key);
+  }
+  kiln::CacheKey k = value_or_raise(std::move(key));
+  py::list components;
+  for (const kiln::KeyComponent& component : k.components) {
+    py::dict d;
+    d["name"] = component.name;
+    d["digest"] = component.digest;
+    d["description"] = component.description;
+    components.append(d);
+  }
+  py::dict out;
+  out["key"] = k.key;
+  out["module"] = k.module_name;
+  out["components"] = components;
+  out["stored"] = stored.ok() && stored->has_value();
+  return out;
+}
+
 std::shared_ptr<kiln::CompilationCache> open_cache(const std::string& directory,
                                                    int64_t max_size_bytes, int64_t max_entries,
                                                    const std::string& remote_url, bool enabled) {
@@ -369,6 +402,8 @@ PYBIND11_MODULE(_kiln, m) {
         py::arg("optimization_level"), py::arg("cache"));
   m.def("load_onnx", &load_onnx, py::arg("bytes"), py::arg("name"), py::arg("directory"),
         py::arg("optimization_level"), py::arg("cache"));
+  m.def("explain", &explain, py::arg("cache"), py::arg("bytes"), py::arg("name"),
+        py::arg("optimization_level"));
   m.def("open_cache", &open_cache, py::arg("directory"), py::arg("max_size_bytes"),
         py::arg("max_entries"), py::arg("remote_url"), py::arg("enabled"));
   m.def("config_get",

@@ -120,6 +120,17 @@ def test_two_caches_never_see_each_others_entries(tmp_path):
     assert first.directory.endswith("a") and second.directory.endswith("b")
 
 
+def test_explain_names_the_key_its_parts_and_whether_it_is_stored(tmp_path):
+    cache = kiln.CompilationCache(tmp_path / "cache")
+    before = cache.explain(MATMUL, optimization_level="O1")
+    assert not before["stored"]
+    assert {c["name"] for c in before["components"]} >= {"module", "options"}
+    exe = kiln.compile(MATMUL, optimization_level="O1", cache=cache)
+    after = cache.explain(MATMUL, optimization_level="O1")
+    assert after["stored"] and after["key"] == before["key"] == exe.report["key"]
+    assert cache.explain(MATMUL, optimization_level="O2")["key"] != before["key"]
+
+
 def test_flags_read_set_and_refused():
     old = kiln.config["KILN_EXPLAIN_CACHE_MISSES"]
     kiln.config["KILN_EXPLAIN_CACHE_MISSES"] = True
