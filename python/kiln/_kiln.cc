@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -187,6 +188,23 @@ class PyExecutable {
     for (size_t i = 0; i < outputs.size(); ++i)
       out[i] = to_python(outputs[i], entry->outputs[i].scalar);
     return out;
+  }
+
+  // For bench/python_overhead.py: `runs` calls of execute from C++ (arguments converted once),
+  // in seconds, to set Python's per-call cost against.
+  double time_execute(const std::string& requested, int runs, const py::args& args) const {
+    const kiln::EntryPoint* entry = choose(requested);
+    std::vector<py::object> keep;
+    std::vector<kiln::Buffer> inputs;
+    for (size_t i = 0; i < args.size() && i < entry->inputs.size(); ++i)
+      inputs.push_back(to_buffer(args[i], entry->inputs[i], i, entry->name, keep));
+    py::gil_scoped_release release;
+    auto start = std::chrono::steady_clock::now();
+    for (int r = 0; r < runs; ++r) {
+      auto out = exe_->execute(entry->name, inputs);
+      if (!out.ok()) return -1;
+    }
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
   py::dict report() const { return report_; }
@@ -386,6 +404,7 @@ PYBIND11_MODULE(_kiln, m) {
   py::class_<PyExecutable>(m, "Executable")
       .def("entries", &PyExecutable::entries)
       .def("call", &PyExecutable::call)
+      .def("time_execute", &PyExecutable::time_execute)
       .def("report", &PyExecutable::report)
       .def("effort_level", &PyExecutable::effort_level)
       .def("serialize", &PyExecutable::serialize);
