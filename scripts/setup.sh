@@ -11,7 +11,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   python3-numpy python3-onnx python3-torch python3-torchvision
-  python3-dev pybind11-dev python3-pytest
+  python3-dev pybind11-dev python3-pytest python3-pip
 )
 missing=()
 for p in "${packages[@]}"; do

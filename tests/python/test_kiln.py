@@ -212,3 +212,25 @@ def test_the_pytorch_example_matches_pytorch_and_its_second_start_is_a_cache_hit
         assert run.returncode == 0, run.stdout + run.stderr
     assert runs[0].stdout.startswith("cache: miss")
     assert runs[1].stdout.startswith("cache: hit")
+
+
+def test_pip_install_from_the_checkout_works_offline_and_is_self_contained(tmp_path):
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    target = tmp_path / "site"
+    install = subprocess.run([sys.executable, "-m", "pip", "install", "--no-index", "--quiet",
+                              "--target", str(target), root],
+                             capture_output=True, text=True, timeout=900)
+    assert install.returncode == 0, install.stdout + install.stderr
+    code = (
+        "import kiln, numpy as np\n"
+        f"exe = kiln.compile({MATMUL!r}, cache=False)\n"
+        "a = np.ones((37, 53), np.float32); b = np.ones((53, 29), np.float32)\n"
+        "print(kiln.__file__, float(exe(a, b)[0, 0]))\n")
+    # Only the installed package on the path: the build tree's python/ directory is not.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(target)
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr
+    path, value = run.stdout.split()
+    assert path.startswith(str(target)) and float(value) == 53.0
