@@ -46,7 +46,9 @@ Pipeline build_pipeline(EffortLevel level, const std::vector<std::string>& disab
       {"expand-strided-metadata", "", false},
       {"lower-affine", "", false},
       {"convert-scf-to-cf", "", false},
-      {"convert-vector-to-llvm", "", false},
+      // x86vector ops (AVX, AVX-512 intrinsics spelled in MLIR) lower to their LLVM intrinsics;
+      // on a CPU without the feature, LLVM's instruction selection refuses them (a compile error).
+      {"convert-vector-to-llvm", "{enable-x86vector=true}", false},
       // Complex arithmetic becomes arithmetic on the parts; the parts then become LLVM structs.
       {"convert-complex-to-standard", "", true},
       {"convert-math-to-llvm", "", false},
