@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "cli_support.h"
 #include "kiln/cache.h"
 #include "kiln/client.h"
 #include "kiln/compile.h"
@@ -38,11 +39,6 @@ struct CacheArgs {
 CacheArgs& args() {
   static CacheArgs a;
   return a;
-}
-
-int fail(const Status& s) {
-  std::fprintf(stderr, "kiln: error: %s\n", s.message().c_str());
-  return 1;
 }
 
 Result<DirectoryStore*> open_store() { return local_cache_store(); }

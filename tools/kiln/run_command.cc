@@ -1,0 +1,607 @@
+#include "run_command.h"
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+#include <sstream>
+
+#include "cli_support.h"
+#include "core/digest.h"
+#include "kiln/cache.h"
+#include "kiln/client.h"
+#include "kiln/compile.h"
+#include "kiln/config.h"
+#include "kiln/distributed.h"
+#include "kiln/env.h"
+#include "kiln/file.h"
+#include "kiln/npy.h"
+#include "kiln/onnx.h"
+#include "kiln/pgle.h"
+#include "kiln/profile_guided.h"
+#include "runner_compat.h"
+
+namespace kiln::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The client for this process: alone, or one process of a job coordinated through Redis.
+kiln::Result<std::unique_ptr<kiln::Client>> make_client(const RunArgs& args) {
+  if (!args.coordinator.empty()) {
+    KILN_RETURN_IF_ERROR(kiln::distributed::initialize(
+        args.coordinator, std::max(1, args.num_processes), std::max(0, args.process_id), args.job));
+  } else {
+    KILN_RETURN_IF_ERROR(kiln::distributed::initialize_from_environment());
+  }
+  auto job = kiln::distributed::context();
+  if (!job) return kiln::Client::create_cpu();
+  return kiln::Client::create_cpu_for_job(0, job->process_id, job->num_processes);
+}
+
+// Loads a .kx (setting `loaded_compiled`), or gets MLIR text/bytecode compiled through the cache.
+kiln::Result<std::shared_ptr<kiln::Executable>> obtain_executable(
+    const kiln::Client& client, const std::string& file, const kiln::CompileOptions& options,
+    bool& loaded_compiled, kiln::CompileReport& report) {
+  KILN_ASSIGN_OR_RETURN(std::string bytes, kiln::read_file(file));
+  loaded_compiled = looks_like_executable(bytes);
+  if (loaded_compiled) return kiln::Executable::deserialize(bytes);
+  kiln::ModuleSource source{std::move(bytes), file};
+  return kiln::compile_or_get_cached(client, source, options, &report);
+}
+
+kiln::Result<const kiln::EntryPoint*> choose_entry(const kiln::Executable& exe,
+                                                   const std::string& requested) {
+  if (!requested.empty()) return exe.find_entry(requested);
+  const auto& entries = exe.entry_points();
+  if (entries.size() == 1) return &entries[0];
+  for (const auto& e : entries)
+    if (e.name == "main") return &e;
+  std::string names;
+  for (const auto& e : entries) names += (names.empty() ? "" : ", ") + e.name;
+  return kiln::invalid_argument(
+      entries.empty()
+          ? "the module has no public function with tensor or memref arguments to run"
+          : "the module has several entry functions (" + names + "); choose one with -e");
+}
+
+kiln::Result<kiln::Buffer> filled_buffer(const kiln::TensorType& type, const std::string& fill,
+                                         std::mt19937& rng) {
+  KILN_ASSIGN_OR_RETURN(kiln::Buffer b, kiln::Buffer::allocate(type.dtype, type.shape));
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  for (int64_t i = 0; i < b.element_count(); ++i) {
+    double v = fill == "ones" ? 1.0 : fill == "zeros" ? 0.0 : uniform(rng);
+    switch (type.dtype) {
+      case kiln::DType::kF32:
+        b.as<float>()[i] = static_cast<float>(v);
+        break;
+      case kiln::DType::kF64:
+        b.as<double>()[i] = v;
+        break;
+      case kiln::DType::kI1:
+        b.as<uint8_t>()[i] = fill == "random" ? (v > 0) : static_cast<uint8_t>(v);
+        break;
+      case kiln::DType::kI8:
+        b.as<int8_t>()[i] = static_cast<int8_t>(fill == "random" ? v * 100 : v);
+        break;
+      case kiln::DType::kI16:
+        b.as<int16_t>()[i] = static_cast<int16_t>(fill == "random" ? v * 1000 : v);
+        break;
+      case kiln::DType::kI32:
+        b.as<int32_t>()[i] = static_cast<int32_t>(fill == "random" ? v * 1000 : v);
+        break;
+      case kiln::DType::kI64:
+        b.as<int64_t>()[i] = static_cast<int64_t>(fill == "random" ? v * 1000 : v);
+        break;
+    }
+  }
+  return b;
+}
+
+// Every replica on its own inputs and device; results printed (and written) replica by replica.
+int run_replicas(const kiln::Executable& exe, const kiln::EntryPoint& ep,
+                 const std::vector<std::vector<kiln::Buffer>>& input_sets, const RunArgs& args) {
+  auto start = Clock::now();
+  auto results = exe.execute_replicated(ep.name, input_sets);
+  double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  if (!results.ok()) return fail(results.status());
+  size_t expected_outputs = results->size() * ep.outputs.size();
+  if (!args.outputs.empty() && args.outputs.size() != expected_outputs) {
+    return fail(kiln::invalid_argument(
+        std::to_string(args.outputs.size()) + " --output file(s) given; " +
+        std::to_string(results->size()) + " replicas of '" + ep.name + "' make " +
+        std::to_string(expected_outputs) + " results (replica by replica)"));
+  }
+  for (size_t r = 0; r < results->size(); ++r) {
+    const auto& replica = (*results)[r];
+    for (size_t i = 0; i < replica.outputs.size(); ++i) {
+      std::cout << "replica " << r << " (device " << replica.device << ") result " << i << ": "
+                << summarize(replica.outputs[i]) << "\n";
+      if (!args.outputs.empty()) {
+        kiln::Status s =
+            kiln::write_npy(args.outputs[r * ep.outputs.size() + i], replica.outputs[i]);
+        if (!s.ok()) return fail(s);
+      }
+    }
+  }
+  std::printf("time: %zu replicas ran concurrently in %.3f ms\n", results->size(), ms);
+  return 0;
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  return kiln::percentile_of(std::move(v), 50);
+}
+
+// Into the cache directory as every cache file goes: a private temp file renamed into place.
+kiln::Status store_profile(const std::string& path, const std::string& bytes) {
+  kiln::Env* env = kiln::Env::posix();
+  KILN_RETURN_IF_ERROR(env->create_dirs(stored_profiles_directory()));
+  std::random_device random;
+  std::string tmp = path + ".tmp-" + std::to_string(random()) + std::to_string(random());
+  kiln::Status s = env->write_file(tmp, bytes, /*sync=*/true);
+  if (s.ok()) s = env->rename_file(tmp, path);
+  if (!s.ok()) (void)env->remove_file(tmp);
+  return s;
+}
+
+// `kiln run --pgle`: profiling runs, the one recompile, optimised runs, then the hottest kernels
+// before and after.
+int run_pgle(kiln::ProfileGuidedProgram& program, const kiln::EntryPoint& ep,
+             const std::vector<kiln::Buffer>& inputs, const RunArgs& args, int process_index) {
+  const kiln::CompileReport& first = program.first_report();
+  std::printf("pgle: %s (%s, key %s)\n",
+              first.pgle == "optimised (cached)"
+                  ? "the PGLE-optimised executable came from the cache; nothing to profile"
+              : first.pgle == "first pass" ? "built the instrumented first pass"
+                                           : "PGLE is not in effect",
+              first.cache.c_str(), first.key.c_str());
+  std::vector<double> profiling_ms, optimised_ms;
+  std::shared_ptr<kiln::PgleProfiler> final_costs;
+  std::vector<kiln::Buffer> results;
+  double percentile = kiln::config::get_double("KILN_PGLE_AGGREGATION_PERCENTILE");
+  for (int r = 0; r < std::max(1, args.repeat); ++r) {
+    bool profiling = program.profiling();
+    bool warmup = profiling && program.profiler()->warming_up();
+    int recompiles = program.recompiles();
+    // The last run's results go first: held across the next run they would make it allocate
+    // (and fault in) fresh memory, which the profile would charge to whichever candidate ran.
+    results.clear();
+    auto start = Clock::now();
+    auto out = program.execute(ep.name, inputs);
+    double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    if (!out.ok()) return fail(out.status());
+    if (program.recompiles() != recompiles) ms -= program.recompile_ms();  // reported below
+    results = std::move(*out);
+    if (!warmup) (profiling ? profiling_ms : optimised_ms).push_back(ms);
+    std::printf("run %2d: %9.3f ms  %s\n", r + 1, ms,
+                warmup      ? "warm-up (not measured)"
+                : profiling ? "profiling (contractions rotate their candidates)"
+                            : "optimised");
+    if (program.recompiles() != recompiles) {
+      const kiln::CompileReport& re = program.last_report();
+      std::printf(
+          "pgle: recompiled with the profile of %d runs: cache %s, key %s, %.0f ms (compile "
+          "%.0f ms)\n"
+          "pgle: profile measured here %s, compiled with %s\n",
+          program.profiler()->runs_recorded(), re.cache.c_str(), re.key.c_str(),
+          program.recompile_ms(), re.compile_ms,
+          kiln::sha256_hex(program.fdo_profile()).substr(0, 16).c_str(),
+          re.profile_digest.substr(0, 16).c_str());
+      if (!program.executable()->info().kernels.empty()) {
+        final_costs = std::make_shared<kiln::PgleProfiler>(1 << 30, percentile);
+        program.observe_runs(final_costs);
+      }
+    }
+  }
+  if (program.recompiles() == 0 && first.pgle == "first pass") {
+    std::printf("pgle: no recompile yet: %d of %d profiling runs done (raise --repeat)\n",
+                program.profiler()->runs_recorded(), program.profiler()->runs_wanted());
+  }
+  for (size_t i = 0; i < results.size(); ++i)
+    std::cout << "result " << i << ": " << summarize(results[i]) << "\n";
+  if (program.fdo_profile().empty()) return 0;
+
+  auto profile = kiln::decode_fdo_profile(program.fdo_profile());
+  if (!profile.ok()) return fail(profile.status());
+  std::string path = args.profile_out;
+  // The cache directory's profiles are a side cache: only the cache's writer process updates it.
+  bool into_cache = path.empty() && kiln::config::get_bool("KILN_ENABLE_COMPILATION_CACHE") &&
+                    process_index == kiln::config::get_int("KILN_CACHE_WRITER");
+  if (into_cache) path = stored_profile_path(program.executable()->info().module_name);
+  if (!path.empty()) {
+    kiln::Status s = into_cache ? store_profile(path, program.fdo_profile())
+                                : kiln::write_file(path, program.fdo_profile());
+    if (!s.ok()) return fail(s);
+    std::printf("pgle: profile written to %s (kiln profile show prints it)\n", path.c_str());
+  }
+  kiln::FdoProfile final_profile;
+  if (final_costs) final_profile = final_costs->aggregate();
+  // The hottest kernels: what the plain build's choice (candidate 0) cost in the first pass, what
+  // PGLE chose, and what the optimised build measured.
+  std::vector<const kiln::KernelProfile*> order;
+  for (const auto& k : profile->kernels) order.push_back(&k);
+  auto plain_cost = [](const kiln::KernelProfile* k) {
+    return k->candidate_ns.empty() || k->candidate_ns[0] < 0 ? k->best_ns() : k->candidate_ns[0];
+  };
+  std::sort(order.begin(), order.end(),
+            [&](auto* a, auto* b) { return plain_cost(a) > plain_cost(b); });
+  std::printf("%-48s %12s %10s %12s\n", "hottest kernels", "first pass", "chosen", "final");
+  int64_t plain_total = 0, final_total = 0;
+  for (const auto* k : order) {
+    plain_total += plain_cost(k);
+    const kiln::KernelProfile* measured = final_profile.find(k->fingerprint);
+    if (measured) final_total += measured->best_ns();
+  }
+  for (size_t i = 0; i < order.size() && i < 10; ++i) {
+    const auto* k = order[i];
+    const kiln::KernelProfile* measured = final_profile.find(k->fingerprint);
+    int best = k->best_candidate();
+    std::string chosen =
+        k->candidate_names.size() > 1 && best >= 0 ? k->candidate_names[best] : "-";
+    std::string name = k->name.size() > 48 ? k->name.substr(0, 45) + "..." : k->name;
+    std::printf("%-48s %12s %10s %12s\n", name.c_str(),
+                kiln::format_duration_ns(plain_cost(k)).c_str(), chosen.c_str(),
+                measured ? kiln::format_duration_ns(measured->best_ns()).c_str() : "-");
+  }
+  if (final_total > 0)
+    std::printf("kernels: %s in the first pass (plain choices), %s optimised: %.2fx\n",
+                kiln::format_duration_ns(plain_total).c_str(),
+                kiln::format_duration_ns(final_total).c_str(),
+                double(plain_total) / double(final_total));
+  if (!profiling_ms.empty() && !optimised_ms.empty())
+    std::printf("runs: median %.3f ms profiling, %.3f ms optimised: %.2fx\n",
+                median_of(profiling_ms), median_of(optimised_ms),
+                median_of(profiling_ms) / median_of(optimised_ms));
+  return 0;
+}
+
+void print_cache_line(const kiln::CompileReport& report, bool loaded_compiled) {
+  if (loaded_compiled) {
+    std::printf("cache: off (ran a compiled executable file)\n");
+  } else if (report.cache == "hit") {
+    std::printf("cache: hit%s, key %s (%.2f ms key, %.2f ms retrieval)\n",
+                report.from_memory ? " (memory)" : "", report.key.c_str(), report.key_ms,
+                report.retrieval_ms);
+  } else if (report.shared == "follower") {
+    std::printf("cache: miss, key %s; loaded the executable the job's leader compiled\n",
+                report.key.c_str());
+  } else {
+    std::printf(
+        "cache: %s%s%s\n", report.cache.c_str(),
+        report.key.empty() ? "" : (", key " + report.key).c_str(),
+        report.skipped_write.empty() ? "" : ("; not stored: " + report.skipped_write).c_str());
+  }
+}
+
+kiln::Result<kiln::Buffer> read_tensor_file(const std::string& path) {
+  if (path.size() > 3 && path.compare(path.size() - 3, 3, ".pb") == 0)
+    return kiln::read_onnx_tensor_file(path);
+  return kiln::read_npy(path);
+}
+
+// `kiln run model.onnx`: inputs by position or NAME=FILE (.npy or TensorProto .pb), dynamic
+// dimensions from the inputs, weights bound from the model.
+int run_onnx(const RunArgs& args, const kiln::Client& client, const kiln::CompileOptions& options) {
+  auto loaded = kiln::OnnxModel::from_file(args.file, args.fold_weights);
+  if (!loaded.ok()) return fail(loaded.status());
+  std::optional<kiln::OnnxModel> model(std::move(*loaded));
+  const auto& graph_inputs = model->inputs();
+  std::vector<kiln::Buffer> inputs(graph_inputs.size());
+  std::vector<bool> given(graph_inputs.size(), false);
+  size_t next = 0;
+  for (const std::string& spec : args.inputs) {
+    size_t eq = spec.find('=');
+    size_t index = next;
+    std::string path = spec;
+    if (eq != std::string::npos) {
+      std::string name = spec.substr(0, eq);
+      path = spec.substr(eq + 1);
+      index = graph_inputs.size();
+      for (size_t k = 0; k < graph_inputs.size(); ++k)
+        if (graph_inputs[k].name == name) index = k;
+      if (index == graph_inputs.size()) {
+        std::string names;
+        for (const auto& in : graph_inputs) names += (names.empty() ? "" : ", ") + in.name;
+        return fail(kiln::invalid_argument("--input " + spec + ": the model has no input '" + name +
+                                           "' (its inputs: " + names + ")"));
+      }
+    } else {
+      ++next;
+    }
+    if (index >= graph_inputs.size())
+      return fail(kiln::invalid_argument(std::to_string(args.inputs.size()) +
+                                         " --input files given; the model takes " +
+                                         std::to_string(graph_inputs.size()) + " input(s)"));
+    auto b = read_tensor_file(path);
+    if (!b.ok()) return fail(b.status());
+    auto want = kiln::dtype_of_onnx(graph_inputs[index].element_type);
+    if (!want.ok()) return fail(want.status());
+    if (b->dtype() != *want)
+      return fail(kiln::invalid_argument(
+          path + ": input '" + graph_inputs[index].name + "' is " +
+          kiln::onnx_element_type_name(graph_inputs[index].element_type) + " (" +
+          kiln::dtype_name(*want) + "), the file holds " + kiln::dtype_name(b->dtype())));
+    inputs[index] = *b;
+    given[index] = true;
+  }
+  std::vector<std::vector<int64_t>> shapes;
+  bool any_given = std::find(given.begin(), given.end(), true) != given.end();
+  if (any_given) {
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      if (given[k]) {
+        shapes.push_back(inputs[k].shape());
+      } else {
+        std::vector<int64_t> dims = graph_inputs[k].dims;
+        for (int64_t& d : dims)
+          if (d == kiln::kDynamicDim) d = 1;
+        shapes.push_back(dims);
+      }
+    }
+  }
+  auto resolved = model->resolve_input_shapes(shapes);
+  if (!resolved.ok()) return fail(resolved.status());
+  std::mt19937 rng(42);
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (given[k]) continue;
+    auto dtype = kiln::dtype_of_onnx(graph_inputs[k].element_type);
+    if (!dtype.ok()) return fail(dtype.status());
+    auto b = filled_buffer(kiln::TensorType{*dtype, (*resolved)[k]}, args.fill, rng);
+    if (!b.ok()) return fail(b.status());
+    inputs[k] = *b;
+  }
+  kiln::CompileReport report;
+  auto program =
+      kiln::compile_onnx_or_get_cached(client, *model, *resolved, options, &report, &inputs);
+  if (!program.ok()) return fail(program.status());
+  // The program holds what it needs; the model's bytes (the size of its weights) go now.
+  std::vector<std::string> output_names;
+  for (const auto& output : model->outputs()) output_names.push_back(output.name);
+  model.reset();
+  std::vector<kiln::Buffer> results;
+  std::vector<double> run_ms;
+  for (int r = 0; r < std::max(1, args.repeat); ++r) {
+    results.clear();
+    auto start = Clock::now();
+    auto out = program->run(inputs);
+    run_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    if (!out.ok()) return fail(out.status());
+    results = std::move(*out);
+  }
+  const auto& exe = program->executable();
+  const auto& t = exe->info().timings;
+  double run_min = *std::min_element(run_ms.begin(), run_ms.end());
+  double run_median = median_of(run_ms);
+  if (args.json) {
+    nlohmann::json out;
+    out["cache"] = report.cache;
+    out["key"] = report.key;
+    out["module"] = exe->info().module_name;
+    out["compiled"] = report.compiled;
+    out["timings_ms"] = {{"key", report.key_ms},
+                         {"retrieval", report.retrieval_ms},
+                         {"compile", report.compile_ms},
+                         {"load", exe->load_ms()},
+                         {"run", run_ms[0]},
+                         {"run_median", run_median},
+                         {"run_min", run_min}};
+    out["peak_memory_mib"] = peak_memory_mib();
+    nlohmann::json outputs = nlohmann::json::array();
+    for (size_t i = 0; i < results.size(); ++i) {
+      std::vector<double> head;
+      for (int64_t j = 0; j < std::min<int64_t>(results[i].element_count(), 6); ++j)
+        head.push_back(results[i].element_as_double(j));
+      outputs.push_back({{"name", i < output_names.size() ? output_names[i] : ""},
+                         {"dtype", kiln::dtype_name(results[i].dtype())},
+                         {"shape", results[i].shape()},
+                         {"head", head}});
+    }
+    out["outputs"] = outputs;
+    std::printf("%s\n", out.dump().c_str());
+  }
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (!args.json) {
+      std::string name = i < output_names.size() ? output_names[i] : "";
+      std::cout << "result " << i << " (" << name << "): " << summarize(results[i]) << "\n";
+    }
+    if (i < args.outputs.size()) {
+      const std::string& path = args.outputs[i];
+      bool pb = path.size() > 3 && path.compare(path.size() - 3, 3, ".pb") == 0;
+      std::string name = i < output_names.size() ? output_names[i] : "";
+      kiln::Status s = pb ? kiln::write_file(path, kiln::encode_onnx_tensor(results[i], name))
+                          : kiln::write_npy(path, results[i]);
+      if (!s.ok()) return fail(s);
+    }
+  }
+  if (args.json) return 0;
+  print_cache_line(report, false);
+  if (report.compiled)
+    std::printf("time: parse %.2f ms, passes %.2f ms, llvm %.2f ms, codegen %.2f ms, ", t.parse_ms,
+                t.passes_ms, t.llvm_ms, t.codegen_ms);
+  else
+    std::printf("time: no compile, ");
+  std::printf("load %.2f ms, run %.3f ms", exe->load_ms(), run_ms[0]);
+  if (args.repeat > 1)
+    std::printf(" (%d runs: median %.3f ms, min %.3f ms)", args.repeat, run_median, run_min);
+  std::printf("\nmemory: peak %.1f MiB resident (this process)\n", peak_memory_mib());
+  return 0;
+}
+
+// A program that stops itself (a failed run-time check prints its message with puts, then
+// aborts) must not lose what it printed: stdout is flushed before the abort goes on.
+void flush_output_then_abort(int signal_number) {
+  std::fflush(stdout);
+  std::signal(signal_number, SIG_DFL);
+  std::raise(signal_number);
+}
+
+}  // namespace
+
+int run_command(const RunArgs& args) {
+  std::signal(SIGABRT, flush_output_then_abort);
+  auto client = make_client(args);
+  if (!client.ok()) return fail(client.status());
+  auto options = compile_options(args.effort, args.disabled_passes);
+  if (!options.ok()) return fail(options.status());
+  auto result_kind = kiln::cli::parse_entry_point_result(args.entry_point_result);
+  if (!result_kind.ok()) return fail(result_kind.status());
+  if (kiln::Status s = kiln::cli::load_shared_libraries(args.shared_libs); !s.ok()) return fail(s);
+  options->num_replicas = std::max(1, args.replicas);
+  if (args.no_cache) (void)kiln::config::set("KILN_ENABLE_COMPILATION_CACHE", "false");
+  if (args.expect_pgle) (void)kiln::config::set("KILN_COMPILATION_CACHE_EXPECT_PGLE", "true");
+  if (args.verify_runtime) (void)kiln::config::set("KILN_VERIFY_RUNTIME", "true");
+  if (kiln::is_onnx_file(args.file)) {
+    if (args.pgle || options->num_replicas > 1 || !args.entry.empty())
+      return fail(kiln::invalid_argument(
+          "--pgle, --replicas and -e are not supported for ONNX models yet: " + args.file));
+    return run_onnx(args, **client, *options);
+  }
+  bool loaded_compiled = false;
+  kiln::CompileReport report;
+  std::unique_ptr<kiln::ProfileGuidedProgram> program;
+  kiln::Result<std::shared_ptr<kiln::Executable>> exe = kiln::internal_error("no executable");
+  if (args.pgle) {
+    (void)kiln::config::set("KILN_ENABLE_PGLE", "true");
+    if (args.pgle_runs >= 0)
+      (void)kiln::config::set("KILN_PGLE_PROFILING_RUNS", std::to_string(args.pgle_runs));
+    if (args.pgle_percentile >= 0)
+      (void)kiln::config::set("KILN_PGLE_AGGREGATION_PERCENTILE",
+                              std::to_string(args.pgle_percentile));
+    auto source = kiln::ModuleSource::from_file(args.file);
+    if (!source.ok()) return fail(source.status());
+    if (looks_like_executable(source->bytes))
+      return fail(
+          kiln::invalid_argument("--pgle recompiles the program, so it needs the MLIR "
+                                 "file, not a compiled executable: " +
+                                 args.file));
+    auto created = kiln::ProfileGuidedProgram::create(**client, std::move(*source), *options);
+    if (!created.ok()) return fail(created.status());
+    program = std::move(*created);
+    exe = program->executable();
+    report = program->first_report();
+  } else {
+    exe = obtain_executable(**client, args.file, *options, loaded_compiled, report);
+  }
+  if (!exe.ok()) return fail(exe.status());
+  auto entry = choose_entry(**exe, args.entry);
+  if (!entry.ok()) return fail(entry.status());
+  const kiln::EntryPoint& ep = **entry;
+  bool runner_mode = result_kind->runner_mode();
+  if (kiln::Status s = kiln::cli::check_entry_for_result(ep, *result_kind); !s.ok()) return fail(s);
+  // Inputs: one file per argument (shared by every replica), or one per argument per replica.
+  int replicas = (*exe)->info().num_replicas;
+  size_t per_set = ep.inputs.size();
+  bool per_replica_files = replicas > 1 && per_set > 0 && args.inputs.size() == per_set * replicas;
+  if (args.inputs.size() > per_set && !per_replica_files) {
+    return fail(kiln::invalid_argument(
+        std::to_string(args.inputs.size()) + " --input file(s) given but '" + ep.name + "' takes " +
+        std::to_string(per_set) + " argument(s)" +
+        (replicas > 1 ? " (or " + std::to_string(per_set * replicas) + " for " +
+                            std::to_string(replicas) + " replicas, replica by replica)"
+                      : "")));
+  }
+  std::vector<std::vector<kiln::Buffer>> input_sets;
+  std::mt19937 rng(42);
+  for (int r = 0; r < replicas; ++r) {
+    std::vector<kiln::Buffer> inputs;
+    for (size_t i = 0; i < per_set; ++i) {
+      size_t file = per_replica_files ? r * per_set + i : i;
+      if (file < args.inputs.size()) {
+        auto b = kiln::read_npy(args.inputs[file]);
+        if (!b.ok()) return fail(b.status());
+        inputs.push_back(*b);
+      } else if (ep.inputs[i].is_static()) {
+        auto b = filled_buffer(ep.inputs[i], args.fill, rng);
+        if (!b.ok())
+          return fail(kiln::Status(b.status().code(), "argument " + std::to_string(i) + " of '" +
+                                                          ep.name + "': " + b.status().message()));
+        inputs.push_back(*b);
+      } else {
+        return fail(kiln::invalid_argument("argument " + std::to_string(i) + " of '" + ep.name +
+                                           "' has a dynamic shape " + ep.inputs[i].to_string() +
+                                           "; pass it with --input FILE.npy"));
+      }
+    }
+    input_sets.push_back(std::move(inputs));
+  }
+  if (replicas > 1) return run_replicas(**exe, ep, input_sets, args);
+  if (program) return run_pgle(*program, ep, input_sets[0], args, (*client)->process_index());
+  const std::vector<kiln::Buffer>& inputs = input_sets[0];
+  std::vector<kiln::Buffer> results;
+  double first_run_ms = 0, best_run_ms = 1e300;
+  for (int r = 0; r < std::max(1, args.repeat); ++r) {
+    results.clear();  // so a repeat reuses their memory instead of faulting in more
+    auto start = Clock::now();
+    auto out = (*exe)->execute(ep.name, inputs);
+    double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    if (!out.ok()) return fail(out.status());
+    if (r == 0) first_run_ms = ms;
+    best_run_ms = std::min(best_run_ms, ms);
+    results = std::move(*out);
+  }
+  std::fflush(stdout);
+  const auto& t = (*exe)->info().timings;
+  bool compiled_now = !loaded_compiled && report.compiled;
+  if (args.json) {
+    nlohmann::json out;
+    out["cache"] = loaded_compiled ? "off" : report.cache;
+    out["key"] = report.key;
+    out["module"] = (*exe)->info().module_name;
+    out["entry"] = ep.name;
+    out["effort_level"] = (*exe)->info().effort_level;
+    out["compiled"] = compiled_now;
+    out["shared"] = report.shared;
+    out["process"] = (*client)->process_index();
+    out["timings_ms"] = {{"key", report.key_ms},
+                         {"retrieval", report.retrieval_ms},
+                         {"compile", report.compile_ms},
+                         {"parse", compiled_now ? t.parse_ms : 0},
+                         {"passes", compiled_now ? t.passes_ms : 0},
+                         {"llvm", compiled_now ? t.llvm_ms : 0},
+                         {"codegen", compiled_now ? t.codegen_ms : 0},
+                         {"load", (*exe)->load_ms()},
+                         {"run", first_run_ms}};
+    out["peak_memory_mib"] = peak_memory_mib();
+    nlohmann::json outputs = nlohmann::json::array();
+    for (const auto& r : results) {
+      std::vector<double> head;
+      for (int64_t i = 0; i < std::min<int64_t>(r.element_count(), 6); ++i)
+        head.push_back(r.element_as_double(i));
+      outputs.push_back(
+          {{"dtype", kiln::dtype_name(r.dtype())}, {"shape", r.shape()}, {"head", head}});
+    }
+    out["outputs"] = outputs;
+    // In mlir-runner mode stdout holds only what the program (and its result) prints.
+    std::fprintf(runner_mode ? stderr : stdout, "%s\n", out.dump().c_str());
+  }
+  if (runner_mode) {
+    if (result_kind->scalar()) std::printf("%s\n", kiln::cli::runner_text(results[0]).c_str());
+    return 0;
+  }
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (!args.json) std::cout << "result " << i << ": " << summarize(results[i]) << "\n";
+    if (i < args.outputs.size()) {
+      kiln::Status s = kiln::write_npy(args.outputs[i], results[i]);
+      if (!s.ok()) return fail(s);
+    }
+  }
+  if (args.json) return 0;
+  print_cache_line(report, loaded_compiled);
+  if (!compiled_now) {
+    std::printf("time: no compile, load %.2f ms, run %.3f ms", (*exe)->load_ms(), first_run_ms);
+  } else {
+    std::printf(
+        "time: parse %.2f ms, passes %.2f ms, llvm %.2f ms, codegen %.2f ms, load %.2f ms, "
+        "run %.3f ms",
+        t.parse_ms, t.passes_ms, t.llvm_ms, t.codegen_ms, (*exe)->load_ms(), first_run_ms);
+  }
+  if (args.repeat > 1) std::printf(" (best of %d: %.3f ms)", args.repeat, best_run_ms);
+  std::printf("\nmemory: peak %.1f MiB resident (this process)\n", peak_memory_mib());
+  return 0;
+}
+
+}  // namespace kiln::cli

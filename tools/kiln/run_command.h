@@ -1,0 +1,39 @@
+// `kiln run`: compile (or load) a program and run an entry, with PGLE, replicas, ONNX models and
+// mlir-runner's spelling (runner_compat.h).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace kiln::cli {
+
+struct RunArgs {
+  std::string file;
+  std::string entry;
+  std::vector<std::string> inputs;
+  std::vector<std::string> outputs;
+  std::string fill = "random";
+  std::string effort = "UNKNOWN";
+  std::string entry_point_result;
+  std::string shared_libs;
+  bool verify_runtime = false;
+  std::vector<std::string> disabled_passes;
+  int repeat = 1;
+  bool json = false;
+  bool no_cache = false;
+  std::string coordinator;  // a job of several processes (or $KILN_COORDINATOR)
+  int num_processes = 0;
+  int process_id = -1;
+  std::string job;
+  int replicas = 1;
+  bool pgle = false;
+  bool expect_pgle = false;
+  int pgle_runs = -1;
+  double pgle_percentile = -1;
+  std::string profile_out;
+  bool fold_weights = false;  // ONNX: weights compiled into the code
+};
+
+int run_command(const RunArgs& args);
+
+}  // namespace kiln::cli
