@@ -15,6 +15,7 @@ from . import _kiln
 
 __all__ = [
     "compile", "Executable", "OnnxExecutable", "CompilationCache", "config",
+    "register_host_callback", "unregister_host_callback",
     "Error", "InvalidArgumentError", "NotFoundError", "UnimplementedError", "CompileError",
     "IOError_", "CorruptionError", "InternalError", "PermissionDeniedError",
     "ResourceExhaustedError",
@@ -208,6 +209,20 @@ def compile(source, *, optimization_level="UNKNOWN", cache=True):
     if kind == "onnx":
         return OnnxExecutable(_kiln.load_onnx(data, name, directory, level, native_cache))
     return Executable(_kiln.compile_mlir(data, name, level, native_cache))
+
+
+def register_host_callback(name, function):
+    """Provides the host callback `name` (a module's `func.func private @name(...) attributes
+    {kiln.host_callback}`): `function(*arrays)` is called with copies of the arguments each time
+    the program calls it; an exception it raises fails that call with a kiln.Error. Registering a
+    name again replaces the function; executables look the name up at every call."""
+    if not callable(function):
+        raise TypeError("register_host_callback: function must be callable")
+    _kiln.register_host_callback(str(name), function)
+
+
+def unregister_host_callback(name):
+    _kiln.unregister_host_callback(str(name))
 
 
 class _Config:

@@ -16,6 +16,7 @@
 #include "kiln/compile.h"
 #include "kiln/config.h"
 #include "kiln/executable.h"
+#include "kiln/host_callback.h"
 #include "kiln/onnx.h"
 
 namespace py = pybind11;
@@ -382,6 +383,34 @@ py::dict explain(const std::shared_ptr<kiln::CompilationCache>& cache, const py:
   return out;
 }
 
+// A Python callable as a host callback: called with the GIL taken, each argument a NumPy copy
+// (the program's buffers are valid during the call only); an exception it raises becomes the
+// error of the execute that called it.
+void register_callback(const std::string& name, const py::function& function) {
+  // The callable outlives any one call; it is released with the GIL held (or leaked at exit, when
+  // the interpreter is gone).
+  std::shared_ptr<py::object> callable(new py::object(function), [](py::object* object) {
+    if (!Py_IsInitialized()) return;
+    py::gil_scoped_acquire gil;
+    delete object;
+  });
+  kiln::register_host_callback(
+      name, [name, callable](const std::vector<kiln::Buffer>& args) -> kiln::Status {
+        py::gil_scoped_acquire gil;
+        try {
+          py::tuple arrays(args.size());
+          for (size_t i = 0; i < args.size(); ++i) {
+            std::vector<py::ssize_t> shape(args[i].shape().begin(), args[i].shape().end());
+            arrays[i] = py::array(numpy_dtype(args[i].dtype()), shape, args[i].data());
+          }
+          (*callable)(*arrays);
+          return kiln::Status();
+        } catch (py::error_already_set& error) {
+          return kiln::invalid_argument("host callback '" + name + "' raised " + error.what());
+        }
+      });
+}
+
 std::shared_ptr<kiln::CompilationCache> open_cache(const std::string& directory,
                                                    int64_t max_size_bytes, int64_t max_entries,
                                                    const std::string& remote_url, bool enabled) {
@@ -425,6 +454,9 @@ PYBIND11_MODULE(_kiln, m) {
         py::arg("optimization_level"));
   m.def("open_cache", &open_cache, py::arg("directory"), py::arg("max_size_bytes"),
         py::arg("max_entries"), py::arg("remote_url"), py::arg("enabled"));
+  m.def("register_host_callback", &register_callback, py::arg("name"), py::arg("function"));
+  m.def("unregister_host_callback",
+        [](const std::string& name) { kiln::unregister_host_callback(name); });
   m.def("config_get",
         [](const std::string& name) { return value_or_raise(kiln::config::get_string(name)); });
   m.def("config_set", [](const std::string& name, const std::string& value) {

@@ -131,6 +131,28 @@ def test_explain_names_the_key_its_parts_and_whether_it_is_stored(tmp_path):
     assert cache.explain(MATMUL, optimization_level="O2")["key"] != before["key"]
 
 
+def test_host_callbacks_are_python_callables():
+    seen = []
+    kiln.register_host_callback("kiln_print", lambda y: seen.append(("print", y.copy())))
+    kiln.register_host_callback("kiln_record_sum", lambda x: seen.append(("sum", float(x.sum()))))
+    try:
+        exe = kiln.compile(os.path.join(PROGRAMS, "callbacks.mlir"))
+        x = np.array([1, 2, 3, 4], np.float32)
+        np.testing.assert_array_equal(exe(x), 2 * x)
+        assert [name for name, _ in seen] == ["print", "sum"]
+        np.testing.assert_array_equal(seen[0][1], 2 * x)
+        assert seen[1][1] == 10.0
+
+        def fails(_):
+            raise RuntimeError("the sensor is unplugged")
+        kiln.register_host_callback("kiln_record_sum", fails)
+        with pytest.raises(kiln.Error, match="the sensor is unplugged"):
+            exe(x)
+    finally:
+        kiln.unregister_host_callback("kiln_print")
+        kiln.unregister_host_callback("kiln_record_sum")
+
+
 def test_flags_read_set_and_refused():
     old = kiln.config["KILN_EXPLAIN_CACHE_MISSES"]
     kiln.config["KILN_EXPLAIN_CACHE_MISSES"] = True
