@@ -22,6 +22,10 @@ class ProfileGuidedProgram {
   static Result<std::unique_ptr<ProfileGuidedProgram>> create(const Client& client,
                                                               ModuleSource source,
                                                               CompileOptions options);
+  // The same through `cache` (its options' enable_pgle decides instead of KILN_ENABLE_PGLE).
+  static Result<std::unique_ptr<ProfileGuidedProgram>> create(
+      const Client& client, ModuleSource source, CompileOptions options,
+      std::shared_ptr<CompilationCache> cache);
 
   // Runs the current executable. The run that completes KILN_PGLE_PROFILING_RUNS profiled runs
   // triggers the one recompile with the aggregated profile; later runs use its result. A failed
@@ -44,7 +48,10 @@ class ProfileGuidedProgram {
  private:
   ProfileGuidedProgram() = default;
 
+  Result<std::shared_ptr<Executable>> compile(const CompileOptions& options, CompileReport* report);
+
   const Client* client_ = nullptr;
+  std::shared_ptr<CompilationCache> cache_;  // null: the process default
   ModuleSource source_;
   CompileOptions options_;
   std::shared_ptr<PgleProfiler> profiler_;

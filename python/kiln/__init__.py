@@ -14,7 +14,8 @@ import os as _os
 from . import _kiln
 
 __all__ = [
-    "compile", "Executable", "OnnxExecutable", "CompilationCache", "config",
+    "compile", "Executable", "OnnxExecutable", "ProfileGuidedExecutable", "CompilationCache",
+    "config",
     "register_host_callback", "unregister_host_callback",
     "Error", "InvalidArgumentError", "NotFoundError", "UnimplementedError", "CompileError",
     "IOError_", "CorruptionError", "InternalError", "PermissionDeniedError",
@@ -90,9 +91,12 @@ class CompilationCache:
     configured by the KILN_* flags (kiln.config)."""
 
     @_raising_kiln_errors
-    def __init__(self, directory="", *, max_size=-1, max_entries=-1, remote="", enabled=True):
+    def __init__(self, directory="", *, max_size=-1, max_entries=-1, remote="", enabled=True,
+                 pgle=False):
+        # Unset values (empty, -1) come from the KILN_* flags.
         self._cache = _kiln.open_cache(str(directory), int(max_size), int(max_entries),
-                                       str(remote), bool(enabled))
+                                       str(remote), bool(enabled), bool(pgle))
+        self._pgle = bool(pgle) or config["KILN_ENABLE_PGLE"] == "true"
 
     @property
     def directory(self):
@@ -136,6 +140,36 @@ class Executable:
     def serialize(self):
         """The executable as bytes (a .kx file): kiln.compile loads it without compiling."""
         return self._native.serialize()
+
+
+class ProfileGuidedExecutable:
+    """A program compiled with pgle=True: its first calls are profiled (KILN_PGLE_PROFILING_RUNS),
+    then it is recompiled once with the profile, and later calls run the optimised build (or find
+    it in the cache straight away)."""
+
+    def __init__(self, native):
+        self._native = native
+
+    @property
+    def entries(self):
+        return self._native.entries()
+
+    @property
+    def profiling(self):
+        return self._native.profiling()
+
+    @property
+    def recompiled(self):
+        return self._native.recompiles() > 0
+
+    @property
+    def report(self):
+        """The report of the executable in use: the first compile's, then the recompile's."""
+        return self._native.last_report()
+
+    @_raising_kiln_errors
+    def __call__(self, *arrays, entry=None):
+        return self._native.call(entry or "", *arrays)
 
 
 class OnnxExecutable:
@@ -189,23 +223,35 @@ def _source_bytes(source):
 
 
 @_raising_kiln_errors
-def compile(source, *, optimization_level="UNKNOWN", cache=True):
+def compile(source, *, optimization_level="UNKNOWN", cache=True, pgle=False):
     """Compiles (or finds in the cache) a program and returns it loaded.
 
     source: a path to .mlir/.mlirbc/.onnx/.kx, MLIR text or bytes, ONNX ModelProto bytes or an
     onnx.ModelProto. optimization_level: "O0".."O3" (default: KILN_OPTIMIZATION_LEVEL).
     cache: True (the process default cache), False (compile every time) or a CompilationCache.
+    pgle: profile the first calls, then recompile once with the profile (MLIR programs; returns a
+    ProfileGuidedExecutable). With cache=True it goes through a PGLE-enabled cache on the default
+    directory.
     """
     data, name, directory, kind = _source_bytes(source)
     if cache is True:
         native_cache = None
     elif cache is False:
-        native_cache = _kiln.open_cache("", -1, -1, "", False)
+        native_cache = _kiln.open_cache("", -1, -1, "", False, bool(pgle))
     elif isinstance(cache, CompilationCache):
         native_cache = cache._cache
     else:
         raise TypeError("cache: expected True, False or a kiln.CompilationCache")
     level = str(optimization_level)
+    if pgle:
+        if kind != "mlir":
+            raise UnimplementedError("pgle=True takes MLIR programs; ONNX models are not profiled "
+                                     "yet")
+        if native_cache is None:
+            native_cache = _kiln.open_cache("", -1, -1, "", True, True)
+        elif isinstance(cache, CompilationCache) and not cache._pgle:
+            raise InvalidArgumentError("pgle=True needs a cache opened with pgle=True")
+        return ProfileGuidedExecutable(_kiln.compile_pgle(data, name, level, native_cache))
     if kind == "onnx":
         return OnnxExecutable(_kiln.load_onnx(data, name, directory, level, native_cache))
     return Executable(_kiln.compile_mlir(data, name, level, native_cache))

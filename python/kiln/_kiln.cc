@@ -18,6 +18,7 @@
 #include "kiln/executable.h"
 #include "kiln/host_callback.h"
 #include "kiln/onnx.h"
+#include "kiln/profile_guided.h"
 
 namespace py = pybind11;
 
@@ -154,7 +155,18 @@ py::dict report_dict(const kiln::CompileReport& r) {
   d["key_ms"] = r.key_ms;
   d["retrieval_ms"] = r.retrieval_ms;
   d["compile_ms"] = r.compile_ms;
+  d["pgle"] = r.pgle;
   return d;
+}
+
+// One result as a NumPy array (or number), several as a tuple.
+py::object outputs_to_python(const std::vector<kiln::Buffer>& outputs,
+                             const kiln::EntryPoint& entry) {
+  if (outputs.size() == 1) return to_python(outputs[0], entry.outputs[0].scalar);
+  py::tuple out(outputs.size());
+  for (size_t i = 0; i < outputs.size(); ++i)
+    out[i] = to_python(outputs[i], entry.outputs[i].scalar);
+  return out;
 }
 
 // A compiled MLIR program (or a loaded .kx).
@@ -170,7 +182,7 @@ class PyExecutable {
   }
 
   py::object call(const std::string& requested, const py::args& args) const {
-    const kiln::EntryPoint* entry = choose(requested);
+    const kiln::EntryPoint* entry = this->entry(requested);
     if (args.size() != entry->inputs.size())
       throw py::type_error("'" + entry->name + "' takes " + std::to_string(entry->inputs.size()) +
                            " argument(s), " + std::to_string(args.size()) + " given");
@@ -183,18 +195,13 @@ class PyExecutable {
       py::gil_scoped_release release;
       results = exe_->execute(entry->name, inputs);
     }
-    std::vector<kiln::Buffer> outputs = value_or_raise(std::move(results));
-    if (outputs.size() == 1) return to_python(outputs[0], entry->outputs[0].scalar);
-    py::tuple out(outputs.size());
-    for (size_t i = 0; i < outputs.size(); ++i)
-      out[i] = to_python(outputs[i], entry->outputs[i].scalar);
-    return out;
+    return outputs_to_python(value_or_raise(std::move(results)), *entry);
   }
 
   // For bench/python_overhead.py: `runs` calls of execute from C++ (arguments converted once),
   // in seconds, to set Python's per-call cost against.
   double time_execute(const std::string& requested, int runs, const py::args& args) const {
-    const kiln::EntryPoint* entry = choose(requested);
+    const kiln::EntryPoint* entry = this->entry(requested);
     std::vector<py::object> keep;
     std::vector<kiln::Buffer> inputs;
     for (size_t i = 0; i < args.size() && i < entry->inputs.size(); ++i)
@@ -212,8 +219,8 @@ class PyExecutable {
   std::string effort_level() const { return exe_->info().effort_level; }
   py::bytes serialize() const { return py::bytes(exe_->serialize()); }
 
- private:
-  const kiln::EntryPoint* choose(const std::string& requested) const {
+  // The entry `requested` names, or the program's only (or main) one.
+  const kiln::EntryPoint* entry(const std::string& requested) const {
     const auto& entries = exe_->entry_points();
     if (!requested.empty()) return value_or_raise(exe_->find_entry(requested));
     if (entries.size() == 1) return &entries[0];
@@ -228,6 +235,7 @@ class PyExecutable {
                               "); choose one with entry=..."));
   }
 
+ private:
   std::shared_ptr<kiln::Executable> exe_;
   py::dict report_;
 };
@@ -411,16 +419,73 @@ void register_callback(const std::string& name, const py::function& function) {
       });
 }
 
+// A cache from the KILN_* flags with what the caller gave changed: a directory, bounds (>= 0),
+// a remote tier, whether it stores at all, PGLE.
 std::shared_ptr<kiln::CompilationCache> open_cache(const std::string& directory,
                                                    int64_t max_size_bytes, int64_t max_entries,
-                                                   const std::string& remote_url, bool enabled) {
+                                                   const std::string& remote_url, bool enabled,
+                                                   bool pgle) {
   kiln::CompilationCacheOptions options = kiln::CompilationCacheOptions::from_flags();
   options.enabled = enabled;
   if (!directory.empty()) options.directory = directory;
-  options.max_size_bytes = max_size_bytes;
-  options.max_entries = max_entries;
-  options.remote_url = remote_url;
+  if (max_size_bytes >= 0) options.max_size_bytes = max_size_bytes;
+  if (max_entries >= 0) options.max_entries = max_entries;
+  if (!remote_url.empty()) options.remote_url = remote_url;
+  options.enable_pgle = options.enable_pgle || pgle;
   return value_or_raise(kiln::CompilationCache::open(options));
+}
+
+// A program run through PGLE: its first runs profiled, then recompiled once with the profile.
+class PyProfileGuided {
+ public:
+  explicit PyProfileGuided(std::unique_ptr<kiln::ProfileGuidedProgram> program)
+      : program_(std::move(program)) {}
+
+  py::object call(const std::string& requested, const py::args& args) {
+    PyExecutable current(program_->executable(), py::dict());
+    const kiln::EntryPoint* entry = current.entry(requested);
+    if (args.size() != entry->inputs.size())
+      throw py::type_error("'" + entry->name + "' takes " + std::to_string(entry->inputs.size()) +
+                           " argument(s), " + std::to_string(args.size()) + " given");
+    std::vector<py::object> keep;
+    std::vector<kiln::Buffer> inputs;
+    for (size_t i = 0; i < args.size(); ++i)
+      inputs.push_back(to_buffer(args[i], entry->inputs[i], i, entry->name, keep));
+    kiln::Result<std::vector<kiln::Buffer>> results = kiln::internal_error("not run");
+    {
+      py::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mutex_);
+      results = program_->execute(entry->name, inputs);
+    }
+    return outputs_to_python(value_or_raise(std::move(results)), *entry);
+  }
+
+  py::list entries() const { return PyExecutable(program_->executable(), py::dict()).entries(); }
+  bool profiling() const { return program_->profiling(); }
+  int recompiles() const { return program_->recompiles(); }
+  py::dict first_report() const { return report_dict(program_->first_report()); }
+  py::dict last_report() const { return report_dict(program_->last_report()); }
+
+ private:
+  std::unique_ptr<kiln::ProfileGuidedProgram> program_;
+  std::mutex mutex_;  // the profile and the one recompile belong to one caller at a time
+};
+
+std::unique_ptr<PyProfileGuided> compile_pgle(
+    const py::bytes& bytes, const std::string& name, const std::string& optimization_level,
+    const std::shared_ptr<kiln::CompilationCache>& cache) {
+  kiln::ModuleSource source;
+  source.bytes = std::string(bytes);
+  source.name = name;
+  kiln::CompileOptions options = options_for(optimization_level);
+  const kiln::Client& c = client();
+  kiln::Result<std::unique_ptr<kiln::ProfileGuidedProgram>> program =
+      kiln::internal_error("not compiled");
+  {
+    py::gil_scoped_release release;
+    program = kiln::ProfileGuidedProgram::create(c, std::move(source), options, cache);
+  }
+  return std::make_unique<PyProfileGuided>(value_or_raise(std::move(program)));
 }
 
 }  // namespace
@@ -453,7 +518,16 @@ PYBIND11_MODULE(_kiln, m) {
   m.def("explain", &explain, py::arg("cache"), py::arg("bytes"), py::arg("name"),
         py::arg("optimization_level"));
   m.def("open_cache", &open_cache, py::arg("directory"), py::arg("max_size_bytes"),
-        py::arg("max_entries"), py::arg("remote_url"), py::arg("enabled"));
+        py::arg("max_entries"), py::arg("remote_url"), py::arg("enabled"), py::arg("pgle"));
+  py::class_<PyProfileGuided>(m, "ProfileGuided")
+      .def("call", &PyProfileGuided::call)
+      .def("entries", &PyProfileGuided::entries)
+      .def("profiling", &PyProfileGuided::profiling)
+      .def("recompiles", &PyProfileGuided::recompiles)
+      .def("first_report", &PyProfileGuided::first_report)
+      .def("last_report", &PyProfileGuided::last_report);
+  m.def("compile_pgle", &compile_pgle, py::arg("bytes"), py::arg("name"),
+        py::arg("optimization_level"), py::arg("cache"));
   m.def("register_host_callback", &register_callback, py::arg("name"), py::arg("function"));
   m.def("unregister_host_callback",
         [](const std::string& name) { kiln::unregister_host_callback(name); });

@@ -10,20 +10,35 @@ namespace kiln {
 Result<std::unique_ptr<ProfileGuidedProgram>> ProfileGuidedProgram::create(const Client& client,
                                                                            ModuleSource source,
                                                                            CompileOptions options) {
+  return create(client, std::move(source), std::move(options), nullptr);
+}
+
+Result<std::unique_ptr<ProfileGuidedProgram>> ProfileGuidedProgram::create(
+    const Client& client, ModuleSource source, CompileOptions options,
+    std::shared_ptr<CompilationCache> cache) {
   std::unique_ptr<ProfileGuidedProgram> program(new ProfileGuidedProgram());
   program->client_ = &client;
+  program->cache_ = std::move(cache);
   program->source_ = std::move(source);
   program->options_ = std::move(options);
   program->profiler_ = PgleProfiler::from_flags();
-  if (!config::get_bool("KILN_ENABLE_PGLE")) program->profiler_->disable();
+  bool enabled = program->cache_ ? program->cache_->options().enable_pgle
+                                 : config::get_bool("KILN_ENABLE_PGLE");
+  if (!enabled) program->profiler_->disable();
   KILN_ASSIGN_OR_RETURN(program->executable_,
-                        compile_or_get_cached(client, program->source_, program->options_,
-                                              &program->first_report_, program->profiler_.get()));
+                        program->compile(program->options_, &program->first_report_));
   program->last_report_ = program->first_report_;
   // Only an instrumented first pass has anything to measure.
   if (program->executable_->info().kernels.empty() || program->first_report_.pgle != "first pass")
     program->profiler_->disable();
   return program;
+}
+
+Result<std::shared_ptr<Executable>> ProfileGuidedProgram::compile(const CompileOptions& options,
+                                                                  CompileReport* report) {
+  if (cache_)
+    return cache_->compile_or_get_cached(*client_, source_, options, report, profiler_.get());
+  return compile_or_get_cached(*client_, source_, options, report, profiler_.get());
 }
 
 bool ProfileGuidedProgram::profiling() const { return profiler_->enabled() && !profiler_->done(); }
@@ -41,8 +56,7 @@ Result<std::vector<Buffer>> ProfileGuidedProgram::execute(const std::string& ent
     with_profile.fdo_profile = fdo_profile_;
     ++recompiles_;
     auto start = std::chrono::steady_clock::now();
-    auto optimised =
-        compile_or_get_cached(*client_, source_, with_profile, &last_report_, profiler_.get());
+    auto optimised = compile(with_profile, &last_report_);
     recompile_ms_ =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (optimised.ok()) {

@@ -153,6 +153,28 @@ def test_host_callbacks_are_python_callables():
         kiln.unregister_host_callback("kiln_record_sum")
 
 
+def test_pgle_profiles_the_first_calls_then_recompiles_once_and_caches_the_result(tmp_path):
+    program = os.path.join(PROGRAMS, "pgle_mlp.mlir")
+    cache = kiln.CompilationCache(tmp_path / "cache", pgle=True)
+    plain = kiln.compile(program, cache=False)
+    entry = plain.entries[0]
+    rng = np.random.default_rng(3)
+    args = [rng.standard_normal([int(d) for d in t[len("tensor<"):-len("xf32>")].split("x")],
+                                dtype=np.float32) for t in entry["inputs"]]
+    want = plain(*args, entry=entry["name"])
+    guided = kiln.compile(program, cache=cache, pgle=True)
+    assert guided.profiling and guided.report["pgle"] == "first pass"
+    runs = int(kiln.config["KILN_PGLE_PROFILING_RUNS"])
+    for _ in range(runs + 1):
+        np.testing.assert_allclose(guided(*args, entry=entry["name"]), want, rtol=1e-5, atol=1e-5)
+    assert guided.recompiled and not guided.profiling
+    assert guided.report["pgle"].startswith("optimised")
+    again = kiln.compile(program, cache=cache, pgle=True)
+    assert again.report["pgle"] == "optimised (cached)" and not again.profiling
+    with pytest.raises(kiln.InvalidArgumentError, match="pgle=True"):
+        kiln.compile(program, cache=kiln.CompilationCache(tmp_path / "plain"), pgle=True)
+
+
 def test_flags_read_set_and_refused():
     old = kiln.config["KILN_EXPLAIN_CACHE_MISSES"]
     kiln.config["KILN_EXPLAIN_CACHE_MISSES"] = True
