@@ -16,7 +16,7 @@ from . import _kiln
 __all__ = [
     "compile", "Executable", "OnnxExecutable", "ProfileGuidedExecutable", "CompilationCache",
     "config",
-    "register_host_callback", "unregister_host_callback",
+    "register_host_callback", "unregister_host_callback", "distributed",
     "Error", "InvalidArgumentError", "NotFoundError", "UnimplementedError", "CompileError",
     "IOError_", "CorruptionError", "InternalError", "PermissionDeniedError",
     "ResourceExhaustedError",
@@ -293,3 +293,21 @@ class _Config:
 
 
 config = _Config()
+
+
+class _Distributed:
+    """The processes of one job (docs/DISTRIBUTED.md): kiln.distributed.initialize(
+    "redis://127.0.0.1:6379", num_processes=8, process_id=3, job="train-42") before the first
+    compile; then one process compiles each program and the others load its result."""
+
+    @_raising_kiln_errors
+    def initialize(self, coordinator, num_processes, process_id, job=""):
+        _kiln.distributed_initialize(str(coordinator), int(num_processes), int(process_id),
+                                     str(job))
+
+    def context(self):
+        """{"coordinator", "num_processes", "process_id", "job"}, or None outside a job."""
+        return _kiln.distributed_context()
+
+
+distributed = _Distributed()

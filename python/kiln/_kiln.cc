@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "kiln/compilation_cache.h"
 #include "kiln/compile.h"
 #include "kiln/config.h"
+#include "kiln/distributed.h"
 #include "kiln/executable.h"
 #include "kiln/host_callback.h"
 #include "kiln/onnx.h"
@@ -40,12 +42,22 @@ T value_or_raise(kiln::Result<T> result) {
   return std::move(*result);
 }
 
+std::atomic<bool> client_created{false};
+
+// The process's client: one process of the job kiln.distributed.initialize (or KILN_COORDINATOR)
+// set up, else alone.
 const kiln::Client& client() {
   static std::once_flag once;
   static std::unique_ptr<kiln::Client> instance;
   static kiln::Status failure;
   std::call_once(once, [] {
-    auto created = kiln::Client::create_cpu();
+    client_created = true;
+    failure = kiln::distributed::context() ? kiln::Status()
+                                           : kiln::distributed::initialize_from_environment();
+    if (!failure.ok()) return;
+    auto job = kiln::distributed::context();
+    auto created = job ? kiln::Client::create_cpu_for_job(0, job->process_id, job->num_processes)
+                       : kiln::Client::create_cpu();
     if (created.ok())
       instance = std::move(*created);
     else
@@ -53,6 +65,20 @@ const kiln::Client& client() {
   });
   if (!instance) raise(failure);
   return *instance;
+}
+
+void distributed_initialize(const std::string& coordinator, int num_processes, int process_id,
+                            const std::string& job) {
+  if (client_created)
+    raise(kiln::invalid_argument(
+        "kiln.distributed.initialize must come before the first compile in this process (its "
+        "client is made for the job then)"));
+  kiln::Status status;
+  {
+    py::gil_scoped_release release;
+    status = kiln::distributed::initialize(coordinator, num_processes, process_id, job);
+  }
+  if (!status.ok()) raise(status);
 }
 
 // NumPy's dtype for a kiln element type, and back.
@@ -156,6 +182,7 @@ py::dict report_dict(const kiln::CompileReport& r) {
   d["retrieval_ms"] = r.retrieval_ms;
   d["compile_ms"] = r.compile_ms;
   d["pgle"] = r.pgle;
+  d["shared"] = r.shared;
   return d;
 }
 
@@ -528,6 +555,18 @@ PYBIND11_MODULE(_kiln, m) {
       .def("last_report", &PyProfileGuided::last_report);
   m.def("compile_pgle", &compile_pgle, py::arg("bytes"), py::arg("name"),
         py::arg("optimization_level"), py::arg("cache"));
+  m.def("distributed_initialize", &distributed_initialize, py::arg("coordinator"),
+        py::arg("num_processes"), py::arg("process_id"), py::arg("job"));
+  m.def("distributed_context", []() -> py::object {
+    auto job = kiln::distributed::context();
+    if (!job) return py::none();
+    py::dict d;
+    d["coordinator"] = job->coordinator;
+    d["num_processes"] = job->num_processes;
+    d["process_id"] = job->process_id;
+    d["job"] = job->job;
+    return d;
+  });
   m.def("register_host_callback", &register_callback, py::arg("name"), py::arg("function"));
   m.def("unregister_host_callback",
         [](const std::string& name) { kiln::unregister_host_callback(name); });

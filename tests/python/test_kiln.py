@@ -175,6 +175,56 @@ def test_pgle_profiles_the_first_calls_then_recompiles_once_and_caches_the_resul
         kiln.compile(program, cache=kiln.CompilationCache(tmp_path / "plain"), pgle=True)
 
 
+@pytest.fixture
+def redis_url(tmp_path):
+    """A real redis-server on a free loopback port, for the job's coordination."""
+    import socket
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                               "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL)
+    for _ in range(200):
+        with socket.socket() as client:
+            if client.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.02)
+    yield f"redis://127.0.0.1:{port}"
+    server.terminate()
+    server.wait()
+
+
+def test_processes_of_a_job_compile_once_and_share_the_result(tmp_path, redis_url):
+    code = (
+        "import sys, json, kiln, numpy as np\n"
+        "pid = int(sys.argv[1])\n"
+        f"kiln.distributed.initialize({redis_url!r}, num_processes=2, process_id=pid, job='py')\n"
+        "kiln.config['KILN_SHARE_BINARY_BETWEEN_HOSTS'] = True\n"
+        "assert kiln.distributed.context()['process_id'] == pid\n"
+        f"exe = kiln.compile({MATMUL!r}, cache=kiln.CompilationCache({str(tmp_path)!r} + f'/c{{pid}}'))\n"
+        "a = np.ones((37, 53), np.float32); b = np.ones((53, 29), np.float32)\n"
+        "print(json.dumps({'shared': exe.report['shared'], 'compiled': exe.report['compiled'],\n"
+        "                  'value': float(exe(a, b)[0, 0])}))\n")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(pid)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for pid in (0, 1)]
+    import json
+    results = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+        results.append(json.loads(out))
+    assert [r["shared"] for r in results] == ["leader", "follower"]
+    assert [r["compiled"] for r in results] == [True, False]
+    assert all(r["value"] == 53.0 for r in results)
+
+
+def test_distributed_initialize_after_the_first_compile_is_refused():
+    kiln.compile(MATMUL)
+    with pytest.raises(kiln.InvalidArgumentError, match="before the first compile"):
+        kiln.distributed.initialize("redis://127.0.0.1:1", 2, 0)
+    assert kiln.distributed.context() is None
+
+
 def test_flags_read_set_and_refused():
     old = kiln.config["KILN_EXPLAIN_CACHE_MISSES"]
     kiln.config["KILN_EXPLAIN_CACHE_MISSES"] = True
