@@ -14,8 +14,10 @@
 namespace kiln::cpu {
 namespace {
 
-// LLVM's message of the fatal error that ended the recovering call on this thread.
-thread_local std::string* fatal_message = nullptr;
+// LLVM's message of the fatal error that ended the recovering call. Not thread_local: a TLS
+// block in this dlopen'ed library trips LeakSanitizer's thread scan at exit, and the compiler's
+// calls are one at a time anyway (ModuleCompiler's mutex).
+std::atomic<std::string*> fatal_message{nullptr};
 std::atomic<bool> recovery_ended{false};
 
 void write_stderr(const char* text) {
@@ -32,10 +34,10 @@ void write_stderr(const char* text) {
 void on_llvm_fatal_error(void*, const char* reason, bool) {
   llvm::CrashRecoveryContext* context = llvm::CrashRecoveryContext::GetCurrent();
   if (context && !recovery_ended.load()) {
-    if (fatal_message) {
-      *fatal_message = reason;
-      while (!fatal_message->empty() && isspace(static_cast<unsigned char>(fatal_message->back())))
-        fatal_message->pop_back();
+    if (std::string* message = fatal_message.load()) {
+      *message = reason;
+      while (!message->empty() && isspace(static_cast<unsigned char>(message->back())))
+        message->pop_back();
     }
     context->HandleExit(1);  // does not return: resumes after RunSafely
   }
@@ -67,10 +69,10 @@ Status run_recovering_from_crashes(const std::string& source_name, const std::st
                                    const std::function<void()>& work) {
   install_handlers();
   std::string message;
-  fatal_message = &message;
+  fatal_message.store(&message);
   llvm::CrashRecoveryContext context;
   bool finished = context.RunSafely([&] { work(); });
-  fatal_message = nullptr;
+  fatal_message.store(nullptr);
   if (finished) return Status::ok_status();
   std::string what = message.empty() ? "LLVM or MLIR crashed (" + signal_text(context.RetCode) +
                                            ") while " + stage + " this module"

@@ -8,10 +8,11 @@
 
 namespace kiln::cpu {
 
-// Runs `work` on this thread so that a fatal error LLVM or MLIR reports inside it
-// (report_fatal_error, an abort, a segmentation fault) returns a compile error naming the source,
-// the stage ("compiling") and LLVM's message instead of ending the process. What `work` allocated
-// before the failure is leaked: LLVM's state past a fatal error cannot be unwound, only abandoned.
+// Runs `work` on this thread (one call at a time per process) so that a fatal error LLVM or MLIR
+// reports inside it (report_fatal_error, an abort, a segmentation fault) returns a compile error
+// naming the source, the stage ("compiling") and LLVM's message instead of ending the process. What
+// `work` allocated before the failure is leaked: LLVM's state past a fatal error cannot be unwound,
+// only abandoned.
 Status run_recovering_from_crashes(const std::string& source_name, const std::string& stage,
                                    const std::function<void()>& work);
 
