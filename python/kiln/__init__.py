@@ -107,14 +107,15 @@ class CompilationCache:
         return dict(self._cache.counters())
 
     @_raising_kiln_errors
-    def explain(self, source, *, optimization_level="UNKNOWN"):
+    def explain(self, source, *, optimization_level="UNKNOWN", disabled_passes=(), **options):
         """The key an MLIR program would have here: {"key", "module", "components" (name, digest,
         description of each part), "stored" (whether this cache holds it)}."""
         data, name, _, kind = _source_bytes(source)
         if kind != "mlir":
             raise UnimplementedError("CompilationCache.explain takes MLIR; for an ONNX model use "
                                      "`kiln cache explain MODEL.onnx`")
-        return _kiln.explain(self._cache, data, name, str(optimization_level))
+        return _kiln.explain(self._cache, data, name,
+                             _options(optimization_level, disabled_passes, options))
 
 
 class Executable:
@@ -222,8 +223,18 @@ def _source_bytes(source):
                     f"onnx.ModelProto, given {type(source).__name__}")
 
 
+def _options(optimization_level, disabled_passes, overrides):
+    options = _kiln.CompileOptions()
+    options.optimization_level = str(optimization_level)
+    options.disabled_passes = [str(p) for p in disabled_passes]
+    options.overrides = [(str(k), "true" if v is True else "false" if v is False else str(v))
+                         for k, v in overrides.items()]
+    return options
+
+
 @_raising_kiln_errors
-def compile(source, *, optimization_level="UNKNOWN", cache=True, pgle=False):
+def compile(source, *, optimization_level="UNKNOWN", cache=True, pgle=False, disabled_passes=(),
+            **options):
     """Compiles (or finds in the cache) a program and returns it loaded.
 
     source: a path to .mlir/.mlirbc/.onnx/.kx, MLIR text or bytes, ONNX ModelProto bytes or an
@@ -232,6 +243,9 @@ def compile(source, *, optimization_level="UNKNOWN", cache=True, pgle=False):
     pgle: profile the first calls, then recompile once with the profile (MLIR programs; returns a
     ProfileGuidedExecutable). With cache=True it goes through a PGLE-enabled cache on the default
     directory.
+    disabled_passes: pipeline passes to leave out (`kiln pipeline` lists them).
+    **options: compile option overrides by name (part of the key); a name kiln does not know is
+    refused ("No such compile option"), as JAX refuses it.
     """
     data, name, directory, kind = _source_bytes(source)
     if cache is True:
@@ -242,7 +256,7 @@ def compile(source, *, optimization_level="UNKNOWN", cache=True, pgle=False):
         native_cache = cache._cache
     else:
         raise TypeError("cache: expected True, False or a kiln.CompilationCache")
-    level = str(optimization_level)
+    level = _options(optimization_level, disabled_passes, options)
     if pgle:
         if kind != "mlir":
             raise UnimplementedError("pgle=True takes MLIR programs; ONNX models are not profiled "

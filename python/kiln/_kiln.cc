@@ -346,20 +346,31 @@ class PyOnnxExecutable {
   kiln::CompileReport last_report_;
 };
 
-kiln::CompileOptions options_for(const std::string& optimization_level) {
+// What kiln.compile's keywords ask for: the effort level, passes left out, and compile option
+// overrides (refused by name when kiln knows no such option, as JAX does).
+struct PyCompileOptions {
+  std::string optimization_level = "UNKNOWN";
+  std::vector<std::string> disabled_passes;
+  std::vector<std::pair<std::string, std::string>> overrides;
+};
+
+kiln::CompileOptions options_for(const PyCompileOptions& requested) {
   kiln::CompileOptions options;
-  options.optimization_level = value_or_raise(kiln::parse_effort_level(optimization_level));
+  options.optimization_level =
+      value_or_raise(kiln::parse_effort_level(requested.optimization_level));
+  options.disabled_passes = requested.disabled_passes;
+  options.env_option_overrides = requested.overrides;
   return options;
 }
 
 // Compiles MLIR (text or bytecode) or loads a .kx, through `cache` or the process default.
 PyExecutable compile_mlir(const py::bytes& bytes, const std::string& name,
-                          const std::string& optimization_level,
+                          const PyCompileOptions& requested,
                           const std::shared_ptr<kiln::CompilationCache>& cache) {
   kiln::ModuleSource source;
   source.bytes = std::string(bytes);
   source.name = name;
-  kiln::CompileOptions options = options_for(optimization_level);
+  kiln::CompileOptions options = options_for(requested);
   kiln::CompileReport report;
   kiln::Result<std::shared_ptr<kiln::Executable>> exe = kiln::internal_error("not compiled");
   const kiln::Client& c = client();
@@ -377,22 +388,21 @@ PyExecutable compile_mlir(const py::bytes& bytes, const std::string& name,
 
 std::unique_ptr<PyOnnxExecutable> load_onnx(const py::bytes& bytes, const std::string& name,
                                             const std::string& directory,
-                                            const std::string& optimization_level,
+                                            const PyCompileOptions& requested,
                                             const std::shared_ptr<kiln::CompilationCache>& cache) {
   kiln::OnnxModel model =
       value_or_raise(kiln::OnnxModel::from_bytes(std::string(bytes), name, directory));
-  return std::make_unique<PyOnnxExecutable>(std::move(model), options_for(optimization_level),
-                                            cache);
+  return std::make_unique<PyOnnxExecutable>(std::move(model), options_for(requested), cache);
 }
 
 // The key `bytes` (MLIR) would have in `cache` at `optimization_level`, what it is made of, and
 // whether the cache holds an entry under it.
 py::dict explain(const std::shared_ptr<kiln::CompilationCache>& cache, const py::bytes& bytes,
-                 const std::string& name, const std::string& optimization_level) {
+                 const std::string& name, const PyCompileOptions& requested) {
   kiln::ModuleSource source;
   source.bytes = std::string(bytes);
   source.name = name;
-  kiln::CompileOptions options = options_for(optimization_level);
+  kiln::CompileOptions options = options_for(requested);
   const kiln::Client& c = client();
   kiln::Result<kiln::CacheKey> key = kiln::internal_error("no key");
   kiln::Result<std::optional<std::string>> stored = std::optional<std::string>();
@@ -499,12 +509,12 @@ class PyProfileGuided {
 };
 
 std::unique_ptr<PyProfileGuided> compile_pgle(
-    const py::bytes& bytes, const std::string& name, const std::string& optimization_level,
+    const py::bytes& bytes, const std::string& name, const PyCompileOptions& requested,
     const std::shared_ptr<kiln::CompilationCache>& cache) {
   kiln::ModuleSource source;
   source.bytes = std::string(bytes);
   source.name = name;
-  kiln::CompileOptions options = options_for(optimization_level);
+  kiln::CompileOptions options = options_for(requested);
   const kiln::Client& c = client();
   kiln::Result<std::unique_ptr<kiln::ProfileGuidedProgram>> program =
       kiln::internal_error("not compiled");
@@ -519,6 +529,11 @@ std::unique_ptr<PyProfileGuided> compile_pgle(
 
 PYBIND11_MODULE(_kiln, m) {
   m.doc() = "kiln's C++ API (use the kiln package)";
+  py::class_<PyCompileOptions>(m, "CompileOptions")
+      .def(py::init<>())
+      .def_readwrite("optimization_level", &PyCompileOptions::optimization_level)
+      .def_readwrite("disabled_passes", &PyCompileOptions::disabled_passes)
+      .def_readwrite("overrides", &PyCompileOptions::overrides);
   status_error = PyErr_NewException("kiln._kiln.StatusError", PyExc_RuntimeError, nullptr);
   m.attr("StatusError") = py::reinterpret_borrow<py::object>(status_error);
 
@@ -538,12 +553,12 @@ PYBIND11_MODULE(_kiln, m) {
       .def("counters", &kiln::CompilationCache::counters)
       .def("directory", [](const kiln::CompilationCache& c) { return c.options().directory; });
 
-  m.def("compile_mlir", &compile_mlir, py::arg("bytes"), py::arg("name"),
-        py::arg("optimization_level"), py::arg("cache"));
+  m.def("compile_mlir", &compile_mlir, py::arg("bytes"), py::arg("name"), py::arg("options"),
+        py::arg("cache"));
   m.def("load_onnx", &load_onnx, py::arg("bytes"), py::arg("name"), py::arg("directory"),
-        py::arg("optimization_level"), py::arg("cache"));
+        py::arg("options"), py::arg("cache"));
   m.def("explain", &explain, py::arg("cache"), py::arg("bytes"), py::arg("name"),
-        py::arg("optimization_level"));
+        py::arg("options"));
   m.def("open_cache", &open_cache, py::arg("directory"), py::arg("max_size_bytes"),
         py::arg("max_entries"), py::arg("remote_url"), py::arg("enabled"), py::arg("pgle"));
   py::class_<PyProfileGuided>(m, "ProfileGuided")
@@ -553,8 +568,8 @@ PYBIND11_MODULE(_kiln, m) {
       .def("recompiles", &PyProfileGuided::recompiles)
       .def("first_report", &PyProfileGuided::first_report)
       .def("last_report", &PyProfileGuided::last_report);
-  m.def("compile_pgle", &compile_pgle, py::arg("bytes"), py::arg("name"),
-        py::arg("optimization_level"), py::arg("cache"));
+  m.def("compile_pgle", &compile_pgle, py::arg("bytes"), py::arg("name"), py::arg("options"),
+        py::arg("cache"));
   m.def("distributed_initialize", &distributed_initialize, py::arg("coordinator"),
         py::arg("num_processes"), py::arg("process_id"), py::arg("job"));
   m.def("distributed_context", []() -> py::object {

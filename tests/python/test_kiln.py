@@ -111,6 +111,18 @@ def test_bad_programs_raise_kiln_errors_with_the_command_lines_message():
         kiln.compile(42)
 
 
+def test_compile_options_reach_the_key_and_unknown_ones_are_refused(tmp_path):
+    cache = kiln.CompilationCache(tmp_path / "cache")
+    plain = kiln.compile(MATMUL, cache=cache, optimization_level="O2")
+    fewer = kiln.compile(MATMUL, cache=cache, optimization_level="O2",
+                         disabled_passes=["linalg-fuse-elementwise-ops"])
+    assert fewer.report["cache"] == "miss" and fewer.report["key"] != plain.report["key"]
+    a, b = operands(4)
+    np.testing.assert_allclose(fewer(a, b), plain(a, b), rtol=1e-5, atol=1e-5)
+    with pytest.raises(kiln.Error, match="No such compile option"):
+        kiln.compile(MATMUL, cache=cache, no_such_option=3)
+
+
 def test_two_caches_never_see_each_others_entries(tmp_path):
     first = kiln.CompilationCache(tmp_path / "a")
     second = kiln.CompilationCache(tmp_path / "b")
