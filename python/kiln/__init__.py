@@ -108,13 +108,11 @@ class CompilationCache:
 
     @_raising_kiln_errors
     def explain(self, source, *, optimization_level="UNKNOWN", disabled_passes=(), **options):
-        """The key an MLIR program would have here: {"key", "module", "components" (name, digest,
-        description of each part), "stored" (whether this cache holds it)}."""
-        data, name, _, kind = _source_bytes(source)
-        if kind != "mlir":
-            raise UnimplementedError("CompilationCache.explain takes MLIR; for an ONNX model use "
-                                     "`kiln cache explain MODEL.onnx`")
-        return _kiln.explain(self._cache, data, name,
+        """The key a program (MLIR, or an ONNX model at its declared input shapes) would have
+        here: {"key", "module", "components" (name, digest, description of each part),
+        "stored" (whether this cache holds it)}."""
+        data, name, directory, kind = _source_bytes(source)
+        return _kiln.explain(self._cache, data, name, directory, kind == "onnx",
                              _options(optimization_level, disabled_passes, options))
 
 

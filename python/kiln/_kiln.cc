@@ -397,11 +397,29 @@ std::unique_ptr<PyOnnxExecutable> load_onnx(const py::bytes& bytes, const std::s
 
 // The key `bytes` (MLIR) would have in `cache` at `optimization_level`, what it is made of, and
 // whether the cache holds an entry under it.
+// An ONNX model's source for explain: the model at its declared input shapes (dynamic ones 1).
+kiln::Result<kiln::ModuleSource> onnx_explain_source(const kiln::OnnxModel& model) {
+  for (const kiln::OnnxValueInfo& input : model.inputs())
+    if (input.is_static)
+      return kiln::invalid_argument(model.name() + ": input '" + input.name +
+                                    "' is compiled in by value; its key depends on the values a "
+                                    "call gives (the executable's report has the key)");
+  KILN_ASSIGN_OR_RETURN(auto shapes, model.resolve_input_shapes({}));
+  return kiln::onnx_module_source(model, shapes);
+}
+
 py::dict explain(const std::shared_ptr<kiln::CompilationCache>& cache, const py::bytes& bytes,
-                 const std::string& name, const PyCompileOptions& requested) {
+                 const std::string& name, const std::string& directory, bool onnx,
+                 const PyCompileOptions& requested) {
+  std::optional<kiln::OnnxModel> model;  // outlives the source made from it
   kiln::ModuleSource source;
-  source.bytes = std::string(bytes);
-  source.name = name;
+  if (onnx) {
+    model = value_or_raise(kiln::OnnxModel::from_bytes(std::string(bytes), name, directory));
+    source = value_or_raise(onnx_explain_source(*model));
+  } else {
+    source.bytes = std::string(bytes);
+    source.name = name;
+  }
   kiln::CompileOptions options = options_for(requested);
   const kiln::Client& c = client();
   kiln::Result<kiln::CacheKey> key = kiln::internal_error("no key");
@@ -558,7 +576,7 @@ PYBIND11_MODULE(_kiln, m) {
   m.def("load_onnx", &load_onnx, py::arg("bytes"), py::arg("name"), py::arg("directory"),
         py::arg("options"), py::arg("cache"));
   m.def("explain", &explain, py::arg("cache"), py::arg("bytes"), py::arg("name"),
-        py::arg("options"));
+        py::arg("directory"), py::arg("onnx"), py::arg("options"));
   m.def("open_cache", &open_cache, py::arg("directory"), py::arg("max_size_bytes"),
         py::arg("max_entries"), py::arg("remote_url"), py::arg("enabled"), py::arg("pgle"));
   py::class_<PyProfileGuided>(m, "ProfileGuided")

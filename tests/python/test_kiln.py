@@ -141,6 +141,13 @@ def test_explain_names_the_key_its_parts_and_whether_it_is_stored(tmp_path):
     after = cache.explain(MATMUL, optimization_level="O1")
     assert after["stored"] and after["key"] == before["key"] == exe.report["key"]
     assert cache.explain(MATMUL, optimization_level="O2")["key"] != before["key"]
+    if MODELS:
+        mlp = os.path.join(MODELS, "mlp_opset17.onnx")
+        assert not cache.explain(mlp)["stored"]
+        model = kiln.compile(mlp, cache=cache)
+        model(np.load(os.path.join(MODELS, "mlp.input.npy")))
+        onnx_key = cache.explain(mlp)
+        assert onnx_key["stored"] and onnx_key["key"] == model.report["key"]
 
 
 def test_host_callbacks_are_python_callables():
