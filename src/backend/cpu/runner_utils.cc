@@ -97,18 +97,26 @@ struct Half {
 struct BFloat16 {
   uint16_t bits;
 };
-std::ostream& operator<<(std::ostream& os, Half h) { return os << half_to_float(h.bits); }
-std::ostream& operator<<(std::ostream& os, BFloat16 b) {
-  uint32_t bits = uint32_t(b.bits) << 16;
+float bfloat16_to_float(uint16_t b) {
+  uint32_t bits = uint32_t(b) << 16;
   float f;
   std::memcpy(&f, &bits, sizeof f);
-  return os << f;
+  return f;
+}
+std::ostream& operator<<(std::ostream& os, Half h) { return os << half_to_float(h.bits); }
+std::ostream& operator<<(std::ostream& os, BFloat16 b) { return os << bfloat16_to_float(b.bits); }
+bool operator==(Half a, Half b) { return half_to_float(a.bits) == half_to_float(b.bits); }
+bool operator==(BFloat16 a, BFloat16 b) {
+  return bfloat16_to_float(a.bits) == bfloat16_to_float(b.bits);
 }
 
+// "<kind> base@ = 0x... rank = R offset = O sizes = [...] strides = [...]" (no kind: from
+// "base@").
 void print_metadata(std::ostream& os, const char* kind, const void* data, int64_t rank,
                     int64_t offset, const int64_t* sizes, const int64_t* strides) {
-  os << kind << " base@ = " << std::hex << std::showbase << reinterpret_cast<std::intptr_t>(data)
-     << std::dec << std::noshowbase << " rank = " << rank << " offset = " << offset << " sizes = [";
+  if (kind != nullptr) os << kind << " ";
+  os << "base@ = " << std::hex << std::showbase << reinterpret_cast<std::intptr_t>(data) << std::dec
+     << std::noshowbase << " rank = " << rank << " offset = " << offset << " sizes = [";
   for (int64_t i = 0; i < rank; ++i) os << (i ? ", " : "") << sizes[i];
   os << "] strides = [";
   for (int64_t i = 0; i < rank; ++i) os << (i ? ", " : "") << strides[i];
@@ -130,6 +138,63 @@ void print_memref_as(const char* kind, int64_t rank, void* descriptor) {
 template <typename T>
 void print_memref(int64_t rank, void* descriptor) {
   print_memref_as<T>("Unranked Memref", rank, descriptor);
+}
+
+// A descriptor of known rank: {allocated, aligned, offset, sizes[rank], strides[rank]}, the same
+// slots as an unranked one's, so the ranked print functions reuse print_memref_as.
+
+// verifyMemRef*: integers must be equal; floats within a relative error (1e-6 for f32, 1e-12 for
+// f64), and finite. Up to ten mismatches are listed on stderr.
+template <typename T>
+bool verified(T actual, T expected) {
+  return actual == expected;
+}
+template <typename F>
+bool within_relative_error(F actual, F expected, F epsilon) {
+  if (!std::isfinite(actual) || !std::isfinite(expected)) return false;
+  return std::abs(actual - expected) <= epsilon * std::abs(expected);
+}
+template <>
+bool verified(float actual, float expected) {
+  return within_relative_error(actual, expected, 1e-6f);
+}
+template <>
+bool verified(double actual, double expected) {
+  return within_relative_error(actual, expected, 1e-12);
+}
+
+template <typename T>
+int64_t verify_data(const T* actual, const T* expected, int64_t dim, int64_t offset,
+                    const int64_t* sizes, const int64_t* strides, int64_t& printed) {
+  constexpr int64_t kPrintLimit = 10;
+  if (dim == 0) {
+    if (verified(actual[offset], expected[offset])) return 0;
+    if (printed++ < kPrintLimit)
+      std::cerr << actual[offset] << " != " << expected[offset] << " offset = " << offset << "\n";
+    return 1;
+  }
+  int64_t errors = 0;
+  for (int64_t i = 0; i < sizes[0]; ++i)
+    errors += verify_data(actual, expected, dim - 1, offset + i * strides[0], sizes + 1,
+                          strides + 1, printed);
+  return errors;
+}
+
+// The number of differing elements, or -1 (both layouts on stderr) when the layouts differ.
+template <typename T>
+int64_t verify_memref(int64_t rank, void* actual_descriptor, int64_t expected_rank,
+                      void* expected_descriptor) {
+  StridedView<T> a(rank, actual_descriptor), e(expected_rank, expected_descriptor);
+  bool same_layout = a.rank == e.rank && a.offset == e.offset;
+  for (int64_t i = 0; same_layout && i < rank; ++i)
+    same_layout = a.sizes[i] == e.sizes[i] && a.strides[i] == e.strides[i];
+  if (!same_layout && rank > 0) {
+    print_metadata(std::cerr, nullptr, a.data, a.rank, a.offset, a.sizes, a.strides);
+    print_metadata(std::cerr, nullptr, e.data, e.rank, e.offset, e.sizes, e.strides);
+    return -1;
+  }
+  int64_t printed = 0;
+  return verify_data(a.data, e.data, a.rank, a.offset, a.sizes, a.strides, printed);
 }
 
 // printMemrefShape*: the header alone.
@@ -244,6 +309,58 @@ KILN_PRINT_MEMREF_SHAPE(Ind, int64_t)
 KILN_PRINT_MEMREF_SHAPE(C32, std::complex<float>)
 KILN_PRINT_MEMREF_SHAPE(C64, std::complex<double>)
 #undef KILN_PRINT_MEMREF_SHAPE
+
+// Ranked variants: "Memref" instead of "Unranked Memref".
+#define KILN_PRINT_RANKED(name, type, rank)                                             \
+  __attribute__((visibility("default"))) void _mlir_ciface_printMemref##name(void* d) { \
+    print_memref_as<type>("Memref", rank, d);                                           \
+  }
+KILN_PRINT_RANKED(0dF32, float, 0)
+KILN_PRINT_RANKED(1dF32, float, 1)
+KILN_PRINT_RANKED(2dF32, float, 2)
+KILN_PRINT_RANKED(3dF32, float, 3)
+KILN_PRINT_RANKED(4dF32, float, 4)
+KILN_PRINT_RANKED(1dI8, int8_t, 1)
+KILN_PRINT_RANKED(1dI32, int32_t, 1)
+KILN_PRINT_RANKED(1dI64, int64_t, 1)
+KILN_PRINT_RANKED(1dF64, double, 1)
+KILN_PRINT_RANKED(1dInd, int64_t, 1)
+KILN_PRINT_RANKED(1dC32, std::complex<float>, 1)
+KILN_PRINT_RANKED(1dC64, std::complex<double>, 1)
+#undef KILN_PRINT_RANKED
+
+#define KILN_VERIFY_MEMREF(suffix, type)                                                        \
+  __attribute__((visibility("default")))                                                        \
+  int64_t _mlir_ciface_verifyMemRef##suffix(UnrankedMemRef* actual, UnrankedMemRef* expected) { \
+    return verify_memref<type>(actual->rank, actual->descriptor, expected->rank,                \
+                               expected->descriptor);                                           \
+  }
+KILN_VERIFY_MEMREF(I8, int8_t)
+KILN_VERIFY_MEMREF(I16, int16_t)
+KILN_VERIFY_MEMREF(I32, int32_t)
+KILN_VERIFY_MEMREF(I64, int64_t)
+KILN_VERIFY_MEMREF(F16, Half)
+KILN_VERIFY_MEMREF(BF16, BFloat16)
+KILN_VERIFY_MEMREF(F32, float)
+KILN_VERIFY_MEMREF(F64, double)
+KILN_VERIFY_MEMREF(Ind, int64_t)
+KILN_VERIFY_MEMREF(C32, std::complex<float>)
+KILN_VERIFY_MEMREF(C64, std::complex<double>)
+#undef KILN_VERIFY_MEMREF
+
+// The plain interface: both memrefs of `rank`.
+#define KILN_VERIFY_MEMREF_PLAIN(suffix, type)                               \
+  __attribute__((visibility("default")))                                     \
+  int64_t verifyMemRef##suffix(int64_t rank, void* actual, void* expected) { \
+    return verify_memref<type>(rank, actual, rank, expected);                \
+  }
+KILN_VERIFY_MEMREF_PLAIN(I32, int32_t)
+KILN_VERIFY_MEMREF_PLAIN(F32, float)
+KILN_VERIFY_MEMREF_PLAIN(F64, double)
+KILN_VERIFY_MEMREF_PLAIN(Ind, int64_t)
+KILN_VERIFY_MEMREF_PLAIN(C32, std::complex<float>)
+KILN_VERIFY_MEMREF_PLAIN(C64, std::complex<double>)
+#undef KILN_VERIFY_MEMREF_PLAIN
 
 __attribute__((visibility("default"))) int64_t _mlir_ciface_nanoTime() {
   timespec ts{};
