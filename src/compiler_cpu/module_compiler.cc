@@ -1,7 +1,6 @@
 // kiln's CPU compiler: MLIR text/bytecode → MLIR passes → LLVM IR → native object → shared object.
-// With llvm_codegen.cc (the LLVM half) the translation units that include MLIR and LLVM headers;
-// they are built into
-// libkiln_compiler, which the runtime loads on the first compile.
+// With llvm_codegen.cc (its LLVM half), the translation units that include MLIR and LLVM headers;
+// they are built into libkiln_compiler, which the runtime loads on the first compile.
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
