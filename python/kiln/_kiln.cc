@@ -186,6 +186,18 @@ py::dict report_dict(const kiln::CompileReport& r) {
   return d;
 }
 
+// The call's arguments for `entry`, checked for count, dtype and shape (held alive in `keep`).
+std::vector<kiln::Buffer> arguments_for(const kiln::EntryPoint& entry, const py::args& args,
+                                        std::vector<py::object>& keep) {
+  if (args.size() != entry.inputs.size())
+    throw py::type_error("'" + entry.name + "' takes " + std::to_string(entry.inputs.size()) +
+                         " argument(s), " + std::to_string(args.size()) + " given");
+  std::vector<kiln::Buffer> inputs;
+  for (size_t i = 0; i < args.size(); ++i)
+    inputs.push_back(to_buffer(args[i], entry.inputs[i], i, entry.name, keep));
+  return inputs;
+}
+
 // One result as a NumPy array (or number), several as a tuple.
 py::object outputs_to_python(const std::vector<kiln::Buffer>& outputs,
                              const kiln::EntryPoint& entry) {
@@ -210,13 +222,8 @@ class PyExecutable {
 
   py::object call(const std::string& requested, const py::args& args) const {
     const kiln::EntryPoint* entry = this->entry(requested);
-    if (args.size() != entry->inputs.size())
-      throw py::type_error("'" + entry->name + "' takes " + std::to_string(entry->inputs.size()) +
-                           " argument(s), " + std::to_string(args.size()) + " given");
     std::vector<py::object> keep;
-    std::vector<kiln::Buffer> inputs;
-    for (size_t i = 0; i < args.size(); ++i)
-      inputs.push_back(to_buffer(args[i], entry->inputs[i], i, entry->name, keep));
+    std::vector<kiln::Buffer> inputs = arguments_for(*entry, args, keep);
     kiln::Result<std::vector<kiln::Buffer>> results = kiln::internal_error("not run");
     {
       py::gil_scoped_release release;
@@ -499,13 +506,8 @@ class PyProfileGuided {
   py::object call(const std::string& requested, const py::args& args) {
     PyExecutable current(program_->executable(), py::dict());
     const kiln::EntryPoint* entry = current.entry(requested);
-    if (args.size() != entry->inputs.size())
-      throw py::type_error("'" + entry->name + "' takes " + std::to_string(entry->inputs.size()) +
-                           " argument(s), " + std::to_string(args.size()) + " given");
     std::vector<py::object> keep;
-    std::vector<kiln::Buffer> inputs;
-    for (size_t i = 0; i < args.size(); ++i)
-      inputs.push_back(to_buffer(args[i], entry->inputs[i], i, entry->name, keep));
+    std::vector<kiln::Buffer> inputs = arguments_for(*entry, args, keep);
     kiln::Result<std::vector<kiln::Buffer>> results = kiln::internal_error("not run");
     {
       py::gil_scoped_release release;

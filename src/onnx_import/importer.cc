@@ -3074,11 +3074,29 @@ class Importer {
     return transpose(y4, {1, 0, 2, 3});
   }
 
+  // A copy of `input`'s elements into a new tensor of `shape`, element (d0..d5) read at `map`.
+  Value gathered(Value& input, const std::string& map, const Shape& shape) {
+    std::string elem = input.elem;
+    Value out;
+    out.elem = elem;
+    out.shape = shape;
+    std::string init = empty(elem, shape);
+    out.ssa = fresh();
+    line(out.ssa + " = linalg.generic {indexing_maps = [" + map + ", " +
+         broadcast_map(shape, shape) +
+         "], iterator_types = " + iterators(std::vector<bool>(shape.size(), false)) + "} ins(" +
+         ssa(input) + " : " + input.type() + ") outs(" + init + " : " + out.type() + ") {");
+    std::string a = "%b" + std::to_string(next_id_++), b = "%b" + std::to_string(next_id_++);
+    line("^bb0(" + a + ": " + elem + ", " + b + ": " + elem + "):");
+    line("  linalg.yield " + a + " : " + elem);
+    line("} -> " + out.type());
+    return out;
+  }
+
   // The input's KHxKW windows as columns, (C, KH, KW, N, OH, OW): one column per output pixel.
   Value gather_windows(Value& padded, int64_t kh, int64_t kw, const Shape& strides,
                        const Shape& dilations, const Shape& out_spatial) {
     int64_t n = padded.shape[0], c = padded.shape[1], oh = out_spatial[0], ow = out_spatial[1];
-    std::string elem = padded.elem;
     // Loop positions of n, oh, ow, c, kh, kw.
     const std::vector<int> at = {3, 4, 5, 0, 1, 2};
     auto d = [&](int role) { return "d" + std::to_string(at[role]); };
@@ -3090,20 +3108,7 @@ class Importer {
                       std::to_string(dilations[0]) + ", " + d(2) + " * " +
                       std::to_string(strides[1]) + " + " + d(5) + " * " +
                       std::to_string(dilations[1]) + ")>";
-    Value windows;
-    windows.elem = elem;
-    windows.shape = shape;
-    std::string init = empty(elem, shape);
-    windows.ssa = fresh();
-    line(windows.ssa + " = linalg.generic {indexing_maps = [" + map + ", " +
-         broadcast_map(shape, shape) +
-         "], iterator_types = " + iterators(std::vector<bool>(6, false)) + "} ins(" + ssa(padded) +
-         " : " + padded.type() + ") outs(" + init + " : " + windows.type() + ") {");
-    std::string a = "%b" + std::to_string(next_id_++), b = "%b" + std::to_string(next_id_++);
-    line("^bb0(" + a + ": " + elem + ", " + b + ": " + elem + "):");
-    line("  linalg.yield " + a + " : " + elem);
-    line("} -> " + windows.type());
-    return windows;
+    return gathered(padded, map, shape);
   }
 
   // The input's KHxKW windows as rows, (N, OH, OW, KH, KW, C): the input is made channels-last
@@ -3113,7 +3118,6 @@ class Importer {
   Value gather_windows_channels_last(Value& padded, int64_t kh, int64_t kw, const Shape& strides,
                                      const Shape& dilations, const Shape& out_spatial) {
     int64_t n = padded.shape[0], c = padded.shape[1], oh = out_spatial[0], ow = out_spatial[1];
-    std::string elem = padded.elem;
     Value nhwc = transpose(padded, {0, 2, 3, 1});
     Shape shape = {n, oh, ow, kh, kw, c};
     // Loops n, oh, ow, kh, kw, c.
@@ -3121,20 +3125,7 @@ class Importer {
                       std::to_string(strides[0]) + " + d3 * " + std::to_string(dilations[0]) +
                       ", d2 * " + std::to_string(strides[1]) + " + d4 * " +
                       std::to_string(dilations[1]) + ", d5)>";
-    Value windows;
-    windows.elem = elem;
-    windows.shape = shape;
-    std::string init = empty(elem, shape);
-    windows.ssa = fresh();
-    line(windows.ssa + " = linalg.generic {indexing_maps = [" + map + ", " +
-         broadcast_map(shape, shape) +
-         "], iterator_types = " + iterators(std::vector<bool>(6, false)) + "} ins(" + ssa(nhwc) +
-         " : " + nhwc.type() + ") outs(" + init + " : " + windows.type() + ") {");
-    std::string a = "%b" + std::to_string(next_id_++), b = "%b" + std::to_string(next_id_++);
-    line("^bb0(" + a + ": " + elem + ", " + b + ": " + elem + "):");
-    line("  linalg.yield " + a + " : " + elem);
-    line("} -> " + windows.type());
-    return windows;
+    return gathered(nhwc, map, shape);
   }
 
   // conv_as_matmul for deep layers, where the output has fewer pixels than there are filters: a
