@@ -81,7 +81,7 @@ void distributed_initialize(const std::string& coordinator, int num_processes, i
   if (!status.ok()) raise(status);
 }
 
-// NumPy's dtype for a kiln element type, and back.
+// NumPy's dtype for a kiln element type.
 py::dtype numpy_dtype(kiln::DType dtype) {
   switch (dtype) {
     case kiln::DType::kF32:

@@ -265,11 +265,15 @@ __attribute__((visibility("default"))) void memrefCopy(int64_t element_size, Unr
   }
 }
 
+// The C interface (`_mlir_ciface_printMemrefX`, unranked descriptor) of every type; the plain
+// one (`printMemrefX(rank, descriptor)`) for the types MLIR exports it for.
+#define KILN_PRINT_MEMREF_CIFACE(suffix, type)                                  \
+  __attribute__((visibility("default"))) void _mlir_ciface_printMemref##suffix( \
+      UnrankedMemRef* m) {                                                      \
+    print_memref<type>(m->rank, m->descriptor);                                 \
+  }
 #define KILN_PRINT_MEMREF(suffix, type)                                                    \
-  __attribute__((visibility("default"))) void _mlir_ciface_printMemref##suffix(            \
-      UnrankedMemRef* m) {                                                                 \
-    print_memref<type>(m->rank, m->descriptor);                                            \
-  }                                                                                        \
+  KILN_PRINT_MEMREF_CIFACE(suffix, type)                                                   \
   __attribute__((visibility("default"))) void printMemref##suffix(int64_t rank, void* d) { \
     print_memref<type>(rank, d);                                                           \
   }
@@ -281,18 +285,11 @@ KILN_PRINT_MEMREF(I64, int64_t)
 KILN_PRINT_MEMREF(Ind, int64_t)
 KILN_PRINT_MEMREF(C32, std::complex<float>)
 KILN_PRINT_MEMREF(C64, std::complex<double>)
-#undef KILN_PRINT_MEMREF
-
-// MLIR provides these through the C interface only.
-#define KILN_PRINT_MEMREF_CIFACE(suffix, type)                                  \
-  __attribute__((visibility("default"))) void _mlir_ciface_printMemref##suffix( \
-      UnrankedMemRef* m) {                                                      \
-    print_memref<type>(m->rank, m->descriptor);                                 \
-  }
 KILN_PRINT_MEMREF_CIFACE(I8, int8_t)
 KILN_PRINT_MEMREF_CIFACE(I16, int16_t)
 KILN_PRINT_MEMREF_CIFACE(F16, Half)
 KILN_PRINT_MEMREF_CIFACE(BF16, BFloat16)
+#undef KILN_PRINT_MEMREF
 #undef KILN_PRINT_MEMREF_CIFACE
 
 #define KILN_PRINT_MEMREF_SHAPE(suffix, type)                                        \
