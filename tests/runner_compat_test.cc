@@ -140,6 +140,18 @@ TEST(RunnerFlagsTest, EffortFlagsSpelledAsMlirRunnerAndJsonOnStderr) {
   }
 }
 
+TEST(RunnerFlagsTest, LongOptionsAfterOneDashAsLlvmToolsTakeThem) {
+  // mlir-runner (LLVM's option parser) reads -entry-point-result=... and -shared-libs=... as
+  // their double-dash forms; so does kiln run, instead of taking them for -e ntry-point-result.
+  std::string program = program_path("runner/scalar_results.mlir");
+  ProcessResult run =
+      run_process({kiln_binary(), "run", program, "-e", "answer_i32", "-entry-point-result=i32",
+                   "-shared-libs=" + std::string(MLIR_RUNTIME_DIR) + "/libmlir_c_runner_utils.so",
+                   "--no-cache"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "42\n");
+}
+
 TEST(RunnerFlagsTest, SharedLibsResolveTheFunctionsAProgramCalls) {
   std::string program = program_path("runner/calls_extern.mlir");
   ProcessResult missing =
@@ -223,6 +235,23 @@ TEST(EmbeddedScheduleTest, AppliedAsTheTransformInterpreterWouldThenErased) {
     EXPECT_THAT(bufferized, HasSubstr("scf.for")) << level;
     EXPECT_THAT(bufferized, ::testing::Not(HasSubstr("transform."))) << level;
   }
+}
+
+TEST(EmbeddedScheduleTest, ScheduleInANestedModuleAppliesToTheWholeFile) {
+  std::string program = program_path("runner/nested_schedule.mlir");
+  TempDir dump;
+  ProcessResult run = run_process(
+      {kiln_binary(), "run", program, "-e", "main", "-entry-point-result=void", "--no-cache"},
+      {"KILN_DUMP_IR_TO=" + dump.path()});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("[[4,   5,   5], \n [10,   11,   14], \n [16,   17,   23]]"));
+  std::string bufferized;
+  for (const auto& file : std::filesystem::directory_iterator(dump.path()))
+    if (file.path().string().find("1-bufferized") != std::string::npos)
+      if (auto text = read_file(file.path().string()); text.ok()) bufferized = *text;
+  EXPECT_THAT(bufferized, HasSubstr("scf.for"));  // the schedule's 1x2 tiles
+  EXPECT_THAT(bufferized, ::testing::Not(HasSubstr("transform.")));
+  EXPECT_THAT(bufferized, ::testing::Not(HasSubstr("@schedule")));
 }
 
 TEST(EmbeddedScheduleTest, AScheduleThatFailsIsACompileErrorNamingIt) {

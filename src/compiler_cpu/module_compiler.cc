@@ -866,20 +866,36 @@ class MlirModuleCompiler : public ModuleCompiler {
   // the pipeline sees only the program the schedule produced.
   Status apply_embedded_schedule(mlir::ModuleOp module, std::string& diagnostics) {
     constexpr const char* kScheduleAttr = "transform.with_named_sequence";
-    if (!module->hasAttr(kScheduleAttr)) return Status();
+    // The schedule is on the module itself, or in a module nested in it (a file holding the
+    // payload's functions and a `module attributes {transform.with_named_sequence}`).
+    std::vector<mlir::ModuleOp> libraries;
+    if (module->hasAttr(kScheduleAttr)) libraries.push_back(module);
+    for (auto nested : module.getOps<mlir::ModuleOp>())
+      if (nested->hasAttr(kScheduleAttr)) libraries.push_back(nested);
+    if (libraries.empty()) return Status();
     mlir::transform::NamedSequenceOp entry;
-    for (auto sequence : module.getOps<mlir::transform::NamedSequenceOp>())
-      if (sequence.getSymName() == "__transform_main") entry = sequence;
+    mlir::ModuleOp library;
+    for (mlir::ModuleOp candidate : libraries)
+      for (auto sequence : candidate.getOps<mlir::transform::NamedSequenceOp>())
+        if (!entry && sequence.getSymName() == "__transform_main") {
+          entry = sequence;
+          library = candidate;
+        }
     if (entry && mlir::failed(mlir::transform::applyTransformNamedSequence(
-                     module, entry, module, mlir::transform::TransformOptions())))
+                     module, entry, library, mlir::transform::TransformOptions())))
       return compile_error("the module's transform schedule (@__transform_main) failed:\n" +
                            diagnostics);
-    std::vector<mlir::Operation*> schedule;
-    for (mlir::Operation& op : module.getBody()->getOperations())
-      if (op.getDialect() && op.getDialect()->getNamespace() == "transform")
-        schedule.push_back(&op);
-    for (mlir::Operation* op : schedule) op->erase();
-    module->removeAttr(kScheduleAttr);
+    for (mlir::ModuleOp candidate : libraries) {
+      std::vector<mlir::Operation*> schedule;
+      for (mlir::Operation& op : candidate.getBody()->getOperations())
+        if (op.getDialect() && op.getDialect()->getNamespace() == "transform")
+          schedule.push_back(&op);
+      for (mlir::Operation* op : schedule) op->erase();
+      if (candidate == module)
+        module->removeAttr(kScheduleAttr);
+      else if (candidate.getBody()->empty())
+        candidate->erase();
+    }
     return Status();
   }
 

@@ -329,7 +329,7 @@ int main(int argc, char** argv) {
   kiln::cli::add_cache_command(app);
   kiln::cli::add_flags_command(app);
 
-  std::vector<std::string> arguments = kiln::cli::with_runner_effort_flags(argc, argv);
+  std::vector<std::string> arguments = kiln::cli::with_runner_spelling(argc, argv);
   std::vector<const char*> argument_pointers;
   for (const std::string& a : arguments) argument_pointers.push_back(a.c_str());
   CLI11_PARSE(app, static_cast<int>(argument_pointers.size()), argument_pointers.data());

@@ -8,7 +8,9 @@
 
 namespace kiln::cli {
 
-std::vector<std::string> with_runner_effort_flags(int argc, char** argv) {
+std::vector<std::string> with_runner_spelling(int argc, char** argv) {
+  // mlir-runner's long options, which LLVM's option parser also takes after one dash.
+  static const char* const kLongOptions[] = {"entry-point-result", "shared-libs"};
   std::vector<std::string> out;
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
@@ -18,9 +20,14 @@ std::vector<std::string> with_runner_effort_flags(int argc, char** argv) {
     if (i > 0 && effort_flag && level >= '0' && level <= '3') {
       out.push_back("--effort");
       out.push_back(std::string("O") + level);
-    } else {
-      out.push_back(std::move(arg));
+      continue;
     }
+    if (i > 0 && arg.size() > 2 && arg[0] == '-' && arg[1] != '-') {
+      std::string name = arg.substr(1, arg.find('=') - 1);
+      for (const char* option : kLongOptions)
+        if (name == option) arg = "-" + arg;
+    }
+    out.push_back(std::move(arg));
   }
   return out;
 }

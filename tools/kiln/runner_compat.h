@@ -1,5 +1,6 @@
 // mlir-runner's spelling of `kiln run`: -O0..-O3, --entry-point-result=void|i32|i64|f32,
-// --shared-libs. Programs written for mlir-runner run under kiln with the same command line.
+// --shared-libs, long options after a single dash. Programs written for mlir-runner run under kiln
+// with the same command line.
 #pragma once
 
 #include <string>
@@ -11,8 +12,9 @@
 
 namespace kiln::cli {
 
-// argv with mlir-runner's effort flags (-O2, --O2) spelled as kiln's (--effort O2).
-std::vector<std::string> with_runner_effort_flags(int argc, char** argv);
+// argv with mlir-runner's spellings made kiln's: effort flags (-O2, --O2) become --effort O2, long
+// options after one dash (-entry-point-result=void, -shared-libs=...) get their second dash.
+std::vector<std::string> with_runner_spelling(int argc, char** argv);
 
 // What --entry-point-result asks for: "" (kiln's own summary), "void" (print only what the
 // program prints) or a scalar type the entry returns, printed as mlir-runner prints it.
