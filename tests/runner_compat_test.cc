@@ -78,7 +78,7 @@ TEST_P(RunnerCompatTest, KilnPrintsWhatMlirRunnerPrints) {
 INSTANTIATE_TEST_SUITE_P(Programs, RunnerCompatTest,
                          ::testing::Values("memrefs.mlir", "tensors.mlir", "accumulators.mlir",
                                            "print_types.mlir", "x86vector.mlir",
-                                           "verify_memref.mlir"),
+                                           "verify_memref.mlir", "powers.mlir"),
                          [](const auto& info) {
                            return info.param.substr(0, info.param.find('.'));
                          });

@@ -51,6 +51,9 @@ Pipeline build_pipeline(EffortLevel level, const std::vector<std::string>& disab
       {"convert-vector-to-llvm", "{enable-x86vector=true}", false},
       // Complex arithmetic becomes arithmetic on the parts; the parts then become LLVM structs.
       {"convert-complex-to-standard", "", true},
+      // Integer and float-to-integer powers (math.ipowi, math.fpowi) have no LLVM lowering: they
+      // become calls to generated functions.
+      {"convert-math-to-funcs", "", false},
       {"convert-math-to-llvm", "", false},
       {"convert-math-to-libm", "", false},
       {"convert-arith-to-llvm", "", false},
