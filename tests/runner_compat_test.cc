@@ -218,6 +218,27 @@ TEST(PackUnpackTest, PadsIntoTilesAndUnpacksBackAtEveryLevel) {
   }
 }
 
+TEST(SmallFloatTypesTest, ComputedAndPrintedAsMlirRunnerWithApFloat) {
+  std::string program = program_path("runner/small_floats.mlir");
+  TempDir dir;
+  std::string lowered = dir.file("lowered.mlir");
+  ProcessResult opt = run_process({MLIR_OPT, program, "--convert-arith-to-apfloat",
+                                   "--convert-vector-to-scf", "--convert-scf-to-cf",
+                                   "--convert-to-llvm", "-o", lowered});
+  ASSERT_EQ(opt.exit_code, 0) << opt.err;
+  ProcessResult want =
+      run_process({MLIR_RUNNER, lowered, "-e", "main", "--entry-point-result=void",
+                   "--shared-libs=" + std::string(MLIR_RUNTIME_DIR) + "/libmlir_c_runner_utils.so"});
+  ASSERT_EQ(want.exit_code, 0) << want.err;
+  ASSERT_THAT(want.out, HasSubstr("( 1.5, 2.25, 4.5, 96, 0.1875, nan )"));
+  for (const char* level : {"O0", "O2"}) {
+    ProcessResult kiln = run_process({kiln_binary(), "run", program, "-e", "main",
+                                      "--entry-point-result=void", "--no-cache", "-O", level});
+    ASSERT_EQ(kiln.exit_code, 0) << kiln.err;
+    EXPECT_EQ(kiln.out, want.out) << level;
+  }
+}
+
 TEST(EmbeddedScheduleTest, AppliedAsTheTransformInterpreterWouldThenErased) {
   std::string program = program_path("runner/transform_schedule.mlir");
   for (const char* level : {"O0", "O2"}) {

@@ -295,6 +295,27 @@ bool has_pack_or_unpack(mlir::ModuleOp module) {
   return found;
 }
 
+// Whether `module` computes with floating-point types the CPU has no instructions for (8-, 6- and
+// 4-bit floats, tf32). Such a module's float arithmetic becomes calls into kiln's runtime
+// (backend/cpu/small_floats.h). (Concrete types, not FloatType: interface ids are not reliable
+// across this library and libMLIR.)
+bool uses_emulated_floats(mlir::ModuleOp module) {
+  auto emulated = [](mlir::Type type) {
+    return mlir::isa<mlir::Float8E5M2Type, mlir::Float8E4M3Type, mlir::Float8E4M3FNType,
+                     mlir::Float8E5M2FNUZType, mlir::Float8E4M3FNUZType,
+                     mlir::Float8E4M3B11FNUZType, mlir::Float8E3M4Type, mlir::Float8E8M0FNUType,
+                     mlir::Float6E2M3FNType, mlir::Float6E3M2FNType, mlir::Float4E2M1FNType,
+                     mlir::FloatTF32Type>(mlir::getElementTypeOrSelf(type));
+  };
+  bool found = false;
+  module->walk([&](mlir::Operation* op) {
+    for (mlir::Type type : op->getResultTypes()) found |= emulated(type);
+    for (mlir::Value operand : op->getOperands()) found |= emulated(operand.getType());
+    return found ? mlir::WalkResult::interrupt() : mlir::WalkResult::advance();
+  });
+  return found;
+}
+
 // Whether ownership-based deallocation has work in `module`: buffers to free, or buffers a
 // function returns (which it must hand over owned, copying a global or an argument).
 bool needs_buffer_deallocation(mlir::ModuleOp module) {
@@ -634,6 +655,13 @@ class MlirModuleCompiler : public ModuleCompiler {
     if (config::get_bool("KILN_VERIFY_RUNTIME"))
       KILN_RETURN_IF_ERROR(
           run_passes(*module, {{"generate-runtime-verification", "", false}}, diagnostics));
+    // Small float types first, while their arithmetic is still arith and math ops (in kernels'
+    // bodies too): every float op of such a module becomes a call into kiln's runtime.
+    if (uses_emulated_floats(*module))
+      KILN_RETURN_IF_ERROR(run_passes(*module,
+                                      {{"convert-arith-to-apfloat", "", false},
+                                       {"convert-math-to-apfloat", "", false}},
+                                      diagnostics));
     KILN_RETURN_IF_ERROR(run_passes(*module, pipeline.tensor_passes, diagnostics));
     std::vector<int64_t> cold_kernels;
     if (pgle.active()) result.info.kernels = instrument_kernels(*module, pgle, &cold_kernels);
