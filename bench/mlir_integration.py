@@ -26,18 +26,21 @@ LLVM_LIB = "/usr/lib/llvm-22/lib"
 
 
 def logical_lines(text):
-    """The file's comment lines with lit's `\\` continuations joined."""
-    out, pending = [], ""
+    """The file's directive lines (RUN:, DEFINE:, ...) with lit's `\\` continuations joined: a
+    continuation is the next line with the same directive, whatever lies between."""
+    out, pending, directive = [], "", None
     for raw in text.splitlines():
         line = raw.strip()
         if not line.startswith("//"):
-            if pending:
-                out.append(pending)
-                pending = ""
             continue
         body = line[2:].strip()
-        if pending:  # a continuation repeats its directive: "// RUN:   rest of the command"
-            body = re.sub(r"^[A-Z-]+:\s*", "", body)
+        m = re.match(r"([A-Z-]+):", body)
+        if pending:
+            if not m or m.group(1) != directive:
+                continue
+            body = body[m.end():].strip()
+        elif m:
+            directive = m.group(1)
         if body.endswith("\\"):
             pending += body[:-1] + " "
         else:
@@ -101,7 +104,7 @@ def reference_command(command):
     # mlir-runner was called mlir-cpu-runner before LLVM 20; older copies of the tests say so.
     command = re.sub(r"(?<![\w/-])mlir-cpu-runner(?![\w-])", "mlir-runner", command)
     # Newer copies of the tests may spell LLVM 22's passes differently.
-    command = command.replace("--naive-convert-vector-to-llvm", "--convert-vector-to-llvm")
+    command = command.replace("naive-convert-vector-to-llvm", "convert-vector-to-llvm")
     command = re.sub(r"(?<![\w/-])(mlir-opt|mlir-runner|FileCheck|not|count)(?![\w-])",
                      lambda m: f"{LLVM_BIN}/{m.group(1)}", command)
     return command
