@@ -2,14 +2,18 @@
 // functions of MLIR's runner utilities, with the output mlir-runner gives. kiln provides its own
 // because Debian's libmlir_c_runner_utils.so pulls in libMLIR and libLLVM, which a process that
 // only runs cached executables must not load.
+#include <algorithm>
 #include <cinttypes>
 #include <cmath>
 #include <complex>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <iostream>
+#include <numeric>
+#include <random>
 #include <vector>
 
 namespace {
@@ -108,6 +112,45 @@ std::ostream& operator<<(std::ostream& os, BFloat16 b) { return os << bfloat16_t
 bool operator==(Half a, Half b) { return half_to_float(a.bits) == half_to_float(b.bits); }
 bool operator==(BFloat16 a, BFloat16 b) {
   return bfloat16_to_float(a.bits) == bfloat16_to_float(b.bits);
+}
+
+// An element of type vector<4x4xf32>, printed as MLIR's runner utilities print their Vector
+// type: "((a, b, c, d),   (e, ...),   (...),  (...))".
+struct Vector4x4F32 {
+  float rows[4][4];
+};
+std::ostream& operator<<(std::ostream& os, const Vector4x4F32& v) {
+  auto row = [&](int r) {
+    os << "(" << v.rows[r][0] << ", " << v.rows[r][1] << ", " << v.rows[r][2] << ", "
+       << v.rows[r][3] << ")";
+  };
+  os << "(";
+  row(0);
+  os << ", ";
+  for (int r = 1; r < 3; ++r) {
+    os << "  ";
+    row(r);
+    os << ", ";
+  }
+  os << " ";
+  row(3);
+  return os << ")";
+}
+
+// A 1-D memref descriptor: {allocated, aligned, offset, size, stride}.
+template <typename T>
+struct MemRef1D {
+  T* allocated;
+  T* aligned;
+  int64_t offset;
+  int64_t size;
+  int64_t stride;
+  T* begin() const { return aligned + offset; }
+};
+
+template <typename T>
+void sort_prefix(uint64_t n, MemRef1D<T>* v) {
+  std::sort(v->begin(), v->begin() + n);
 }
 
 // "<kind> base@ = 0x... rank = R offset = O sizes = [...] strides = [...]" (no kind: from
@@ -324,7 +367,47 @@ KILN_PRINT_RANKED(1dF64, double, 1)
 KILN_PRINT_RANKED(1dInd, int64_t, 1)
 KILN_PRINT_RANKED(1dC32, std::complex<float>, 1)
 KILN_PRINT_RANKED(1dC64, std::complex<double>, 1)
+KILN_PRINT_RANKED(Vector4x4xf32, Vector4x4F32, 2)
 #undef KILN_PRINT_RANKED
+
+// Random numbers, shuffles and sorts for test programs, with the C++ library's generator and
+// algorithms, so a seed gives the sequence it gives under mlir-runner.
+__attribute__((visibility("default"))) void* rtsrand(uint64_t seed) {
+  return new std::mt19937(static_cast<std::mt19937::result_type>(seed));
+}
+__attribute__((visibility("default"))) uint64_t rtrand(void* generator, uint64_t m) {
+  std::uniform_int_distribution<uint64_t> distribution(0, m);
+  return distribution(*static_cast<std::mt19937*>(generator));
+}
+__attribute__((visibility("default"))) void rtdrand(void* generator) {
+  delete static_cast<std::mt19937*>(generator);
+}
+// The memref becomes a random permutation of 0 .. size-1.
+__attribute__((visibility("default"))) void _mlir_ciface_shuffle(MemRef1D<uint64_t>* m,
+                                                                 void* generator) {
+  std::iota(m->begin(), m->begin() + m->size, uint64_t{0});
+  std::shuffle(m->begin(), m->begin() + m->size, *static_cast<std::mt19937*>(generator));
+}
+__attribute__((visibility("default"))) void _mlir_ciface_stdSortI64(uint64_t n,
+                                                                    MemRef1D<int64_t>* v) {
+  sort_prefix(n, v);
+}
+__attribute__((visibility("default"))) void _mlir_ciface_stdSortF64(uint64_t n,
+                                                                    MemRef1D<double>* v) {
+  sort_prefix(n, v);
+}
+__attribute__((visibility("default"))) void _mlir_ciface_stdSortF32(uint64_t n,
+                                                                    MemRef1D<float>* v) {
+  sort_prefix(n, v);
+}
+
+// Allocation entry points of MLIR's C runner utilities.
+__attribute__((visibility("default"))) void* mlirAlloc(uint64_t size) { return std::malloc(size); }
+__attribute__((visibility("default"))) void* mlirAlignedAlloc(uint64_t alignment, uint64_t size) {
+  return std::aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment);
+}
+__attribute__((visibility("default"))) void mlirFree(void* p) { std::free(p); }
+__attribute__((visibility("default"))) void mlirAlignedFree(void* p) { std::free(p); }
 
 #define KILN_VERIFY_MEMREF(suffix, type)                                                        \
   __attribute__((visibility("default")))                                                        \
