@@ -101,9 +101,19 @@ TEST(RedisKeyValueStoreTest, ATricklingServerFailsWithinTheDeadline) {
   auto value = (*kv)->get("k");
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_FALSE(value.ok());
+  EXPECT_EQ(value.status().code(), StatusCode::kDeadlineExceeded) << value.status().to_string();
   EXPECT_THAT(value.status().message(), HasSubstr("timed out"));
   // The whole request has one 1 s deadline; each byte arriving within 200 ms must not extend it.
   EXPECT_LT(seconds, 5.0);
+}
+
+TEST(RedisKeyValueStoreTest, AServerNobodyRunsIsUnavailableNotATimeout) {
+  int port = free_loopback_port();  // nothing listens there
+  auto kv = RedisKeyValueStore::connect(
+      *parse_redis_url("redis://127.0.0.1:" + std::to_string(port)), 1000);
+  Status status = kv.ok() ? (*kv)->set("k", "v") : kv.status();
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status.to_string();
 }
 
 TEST(RedisKeyValueStoreTest, SetGetRemoveBlockingGetAndLargeValues) {
@@ -129,7 +139,7 @@ TEST(RedisKeyValueStoreTest, SetGetRemoveBlockingGetAndLargeValues) {
 
   auto timed_out = (*kv)->blocking_get("later", 100);
   ASSERT_FALSE(timed_out.ok());
-  EXPECT_EQ(timed_out.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(timed_out.status().code(), StatusCode::kDeadlineExceeded);
   std::thread writer([&] {
     auto other = RedisKeyValueStore::connect(server.address(), 2000);
     std::this_thread::sleep_for(std::chrono::milliseconds(150));

@@ -18,6 +18,8 @@ enum class StatusCode {
   kInternal,
   kPermissionDenied,   // a trust check refused a file, directory or value
   kResourceExhausted,  // the input asks for more than kiln's limits allow
+  kDeadlineExceeded,   // a wait or a request ran out of time (a slow server, a silent leader)
+  kUnavailable,        // a server could not be reached or dropped the connection
 };
 
 const char* status_code_name(StatusCode code);
@@ -63,6 +65,12 @@ inline Status permission_denied(std::string message) {
 }
 inline Status resource_exhausted(std::string message) {
   return Status(StatusCode::kResourceExhausted, std::move(message));
+}
+inline Status deadline_exceeded(std::string message) {
+  return Status(StatusCode::kDeadlineExceeded, std::move(message));
+}
+inline Status unavailable(std::string message) {
+  return Status(StatusCode::kUnavailable, std::move(message));
 }
 inline Status internal_error(std::string message) {
   return Status(StatusCode::kInternal, std::move(message));

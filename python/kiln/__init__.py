@@ -19,7 +19,7 @@ __all__ = [
     "register_host_callback", "unregister_host_callback", "distributed",
     "Error", "InvalidArgumentError", "NotFoundError", "UnimplementedError", "CompileError",
     "IOError_", "CorruptionError", "InternalError", "PermissionDeniedError",
-    "ResourceExhaustedError",
+    "ResourceExhaustedError", "DeadlineExceededError", "UnavailableError",
 ]
 
 
@@ -65,9 +65,18 @@ class ResourceExhaustedError(Error, MemoryError):
     code = "ResourceExhausted"
 
 
+class DeadlineExceededError(Error, TimeoutError):
+    code = "DeadlineExceeded"
+
+
+class UnavailableError(Error, ConnectionError):
+    code = "Unavailable"
+
+
 _ERRORS = {cls.code: cls for cls in (
     InvalidArgumentError, NotFoundError, UnimplementedError, CompileError, IOError_,
-    CorruptionError, InternalError, PermissionDeniedError, ResourceExhaustedError)}
+    CorruptionError, InternalError, PermissionDeniedError, ResourceExhaustedError,
+    DeadlineExceededError, UnavailableError)}
 
 
 def _raising_kiln_errors(function):

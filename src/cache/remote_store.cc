@@ -12,8 +12,6 @@ constexpr char kFrameMagic[4] = {'K', 'R', 'C', '1'};
 constexpr size_t kTagSize = kHmacTagSize;
 constexpr const char* kPrefix = "kiln:cache:";
 
-bool is_timeout(const Status& s) { return s.message().find("timed out") != std::string::npos; }
-
 }  // namespace
 
 RemoteCacheStore::RemoteCacheStore(std::unique_ptr<KeyValueStore> kv, std::string secret,
@@ -75,7 +73,7 @@ bool TieredCacheStore::remote_available() {
 }
 
 void TieredCacheStore::remote_failed(const Status& status, const std::string& what) {
-  bool timeout = is_timeout(status);
+  bool timeout = status.code() == StatusCode::kDeadlineExceeded;
   local_->count(timeout ? "remote_timeouts" : "remote_errors");
   std::string message = "remote compilation cache " + remote_->describe() + ": " + what +
                         " failed (" + status.message() + "); compiling locally";

@@ -74,11 +74,14 @@ Result<std::shared_ptr<Executable>> wait_for_leader(const SharePlan& plan, const
                                                     const std::string& secret, int64_t timeout_ms) {
   std::string leader = "process " + std::to_string(plan.leader_process) + " (the leader)";
   auto value = plan.job->kv->blocking_get(plan.job->key("share:" + key.key), timeout_ms);
+  if (!value.ok() && value.status().code() == StatusCode::kDeadlineExceeded) {
+    return deadline_exceeded("timed out after " + std::to_string(timeout_ms) + " ms waiting for " +
+                             leader + " to share the executable of '" + key.module_name +
+                             "' with key '" + key.key + "' (" + value.status().message() + ")");
+  }
   if (!value.ok()) {
-    return Status(StatusCode::kInternal,
-                  "timed out after " + std::to_string(timeout_ms) + " ms waiting for " + leader +
-                      " to share the executable of '" + key.module_name + "' with key '" + key.key +
-                      "' (" + value.status().message() + ")");
+    return Status(value.status().code(), "waiting for " + leader + " to share the executable of '" +
+                                             key.module_name + "': " + value.status().message());
   }
   KILN_ASSIGN_OR_RETURN(std::string_view body, open_share_value(key.key, *value, secret));
   if (body.empty() || body[0] == 'E') {
@@ -100,12 +103,15 @@ Result<std::string> sync_profile(const Client& client, const CompileOptions& opt
     return profile;
   }
   auto shared = plan.job->kv->blocking_get(sync_key, timeout_ms);
-  if (!shared.ok()) {
-    return Status(StatusCode::kInternal,
-                  "timed out after " + std::to_string(timeout_ms) + " ms waiting for process " +
-                      std::to_string(plan.leader_process) + " (the leader) to share the FDO " +
-                      "profile of '" + empty_profile_key.module_name + "'");
-  }
+  std::string waiting_for = "process " + std::to_string(plan.leader_process) +
+                            " (the leader) to share the FDO profile of '" +
+                            empty_profile_key.module_name + "'";
+  if (!shared.ok() && shared.status().code() == StatusCode::kDeadlineExceeded)
+    return deadline_exceeded("timed out after " + std::to_string(timeout_ms) + " ms waiting for " +
+                             waiting_for);
+  if (!shared.ok())
+    return Status(shared.status().code(),
+                  "waiting for " + waiting_for + ": " + shared.status().message());
   return std::move(*shared);
 }
 

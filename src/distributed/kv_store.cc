@@ -19,13 +19,15 @@ timeval to_timeval(int64_t ms) {
   return tv;
 }
 
-// Timeouts surface as kIoError with "timed out" in the message (counted separately by callers).
+// A request that ran out of time is kDeadlineExceeded (callers count timeouts apart); a server
+// that cannot be reached or drops the connection is kUnavailable.
 Status connection_error(redisContext* c, const std::string& what) {
   std::string why = c ? c->errstr : "cannot allocate a connection";
   bool timeout = c && ((c->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK)) ||
                        why.find("temporarily unavailable") != std::string::npos ||
                        why.find("timed out") != std::string::npos);
-  return io_error(what + (timeout ? ": timed out" : ": " + why));
+  if (timeout) return deadline_exceeded(what + ": timed out");
+  return unavailable(what + ": " + why);
 }
 
 // One deadline for the whole request: sending it and reading the complete reply. hiredis's own
@@ -207,7 +209,8 @@ Result<std::string> RedisKeyValueStore::blocking_get(const std::string& key, int
     KILN_ASSIGN_OR_RETURN(auto value, get(key));
     if (value.has_value()) return std::move(*value);
     if (std::chrono::steady_clock::now() >= deadline)
-      return not_found("timed out after " + std::to_string(timeout_ms) + " ms waiting for " + key);
+      return deadline_exceeded("timed out after " + std::to_string(timeout_ms) +
+                               " ms waiting for " + key);
     std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
     sleep_ms = std::min<int64_t>(sleep_ms * 2, 20);
   }
@@ -244,7 +247,8 @@ Result<std::string> InProcessKeyValueStore::blocking_get(const std::string& key,
   bool found = changed_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
                                  [&] { return values_.count(key) > 0; });
   if (!found)
-    return not_found("timed out after " + std::to_string(timeout_ms) + " ms waiting for " + key);
+    return deadline_exceeded("timed out after " + std::to_string(timeout_ms) + " ms waiting for " +
+                             key);
   return values_[key];
 }
 
