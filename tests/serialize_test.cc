@@ -1,5 +1,6 @@
 // Serialised executables: round trip in one process, load in a fresh process without the compiler,
 // and damaged bytes rejected, never run.
+#include <elf.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -93,6 +94,43 @@ TEST(SerializeTest, TruncatedAndForeignBytesAreRejectedWithClearErrors) {
 
 // Checksums catch accidents; a crafted object has a valid one. dlopen would trust it, so the
 // object's structure and its symbols are checked first, and a bad one is an error, not a crash.
+// Where the value of dynamic symbol `name` lies in the ELF image `object` (0 when absent).
+size_t symbol_file_offset(const std::string& object, const std::string& name) {
+  const auto* header = reinterpret_cast<const Elf64_Ehdr*>(object.data());
+  const auto* sections = reinterpret_cast<const Elf64_Shdr*>(object.data() + header->e_shoff);
+  for (int i = 0; i < header->e_shnum; ++i) {
+    if (sections[i].sh_type != SHT_DYNSYM) continue;
+    const char* names = object.data() + sections[sections[i].sh_link].sh_offset;
+    const auto* symbols = reinterpret_cast<const Elf64_Sym*>(object.data() + sections[i].sh_offset);
+    for (size_t k = 0; k < sections[i].sh_size / sizeof(Elf64_Sym); ++k) {
+      if (name != names + symbols[k].st_name) continue;
+      const Elf64_Shdr& home = sections[symbols[k].st_shndx];
+      return home.sh_offset + (symbols[k].st_value - home.sh_addr);
+    }
+  }
+  return 0;
+}
+
+TEST(SerializeTest, CodeOfAnotherGeneratedCodeContractIsRefusedBeforeItRuns) {
+  auto exe = compile_file(program_path("reductions.mlir"), EffortLevel::kO1);
+  ASSERT_TRUE(exe.ok()) << exe.status().to_string();
+  std::string code = (*exe)->code_bytes();
+  size_t at = symbol_file_offset(code, "_kiln_contract_version");
+  ASSERT_NE(at, 0u) << "the executable records no contract version";
+  uint32_t recorded = 0;
+  std::memcpy(&recorded, &code[at], sizeof recorded);
+  EXPECT_EQ(recorded, 1u);
+  uint32_t other = 99;
+  std::memcpy(&code[at], &other, sizeof other);
+  std::string bytes = Executable::serialize_parts((*exe)->info(), (*exe)->entry_points(), code, {});
+  auto loaded = Executable::deserialize(bytes);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(loaded.status().message().find("contract version 99; this kiln loads version 1"),
+            std::string::npos)
+      << loaded.status().message();
+}
+
 TEST(SerializeTest, CraftedCodeWithAValidChecksumIsRejectedBeforeDlopen) {
   auto exe = compile_file(program_path("reductions.mlir"), EffortLevel::kO1);
   ASSERT_TRUE(exe.ok()) << exe.status().to_string();

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "backend/cpu/generated_code_contract.h"
 #include "kiln/file.h"
 #include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/CodeGen/ReplaceWithVeclib.h"
@@ -130,8 +131,8 @@ Status add_host_callback_thunks(llvm::Module& module,
                                       llvm::GlobalValue::ExternalLinkage,
                                       llvm::ConstantPointerNull::get(ptr_type), name);
     };
-    llvm::GlobalVariable* fn_slot = make_slot("_kiln_cb_fn_" + cb.name);
-    llvm::GlobalVariable* site_slot = make_slot("_kiln_cb_site_" + cb.name);
+    llvm::GlobalVariable* fn_slot = make_slot(callback_function_slot(cb.name));
+    llvm::GlobalVariable* site_slot = make_slot(callback_site_slot(cb.name));
     llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", thunk));
     unsigned n = thunk->arg_size();
     auto* array_type = llvm::ArrayType::get(ptr_type, std::max(1u, n));
@@ -172,14 +173,20 @@ Status add_packed_entries(llvm::Module& module, const std::vector<EntryPoint>& e
     }
     b.CreateRetVoid();
   }
-  // Only the packed entries are the executable's interface; everything else stays inside it.
+  // The contract this code follows, for the loader to check (generated_code_contract.h).
+  auto* i32 = llvm::Type::getInt32Ty(ctx);
+  new llvm::GlobalVariable(module, i32, /*isConstant=*/true, llvm::GlobalValue::ExternalLinkage,
+                           llvm::ConstantInt::get(i32, kGeneratedCodeContract),
+                           kContractVersionSymbol);
+  // Only the packed entries, the slots and the contract version are the executable's interface;
+  // everything else stays inside it.
   for (llvm::Function& f : module.functions()) {
-    if (!f.isDeclaration() && !f.getName().starts_with("_kiln_entry_"))
+    if (!f.isDeclaration() && !f.getName().starts_with(kEntryPrefix))
       f.setVisibility(llvm::GlobalValue::HiddenVisibility);
   }
   for (llvm::GlobalVariable& g : module.globals()) {
-    if (!g.isDeclaration() && !g.getName().starts_with("_kiln_cb_") &&
-        !g.getName().starts_with("_kiln_prof_"))
+    if (!g.isDeclaration() && !g.getName().starts_with(kCallbackPrefix) &&
+        !g.getName().starts_with(kProfilePrefix) && g.getName() != kContractVersionSymbol)
       g.setVisibility(llvm::GlobalValue::HiddenVisibility);
   }
   return Status();

@@ -4,6 +4,7 @@
 #include <map>
 #include <tuple>
 
+#include "backend/cpu/generated_code_contract.h"
 #include "compiler_cpu/parallel_loops.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Instructions.h"
@@ -20,8 +21,8 @@
 namespace kiln::cpu {
 namespace {
 
-constexpr const char* kBeginFunction = "_kiln_prof_begin";
-constexpr const char* kEndFunction = "_kiln_prof_end";
+constexpr const char* kBeginFunction = kProfileBegin;
+constexpr const char* kEndFunction = kProfileEnd;
 constexpr const char* kCandidateAttr = "kiln.tile";
 constexpr const char* kPeelAttr = "kiln.peel";
 
@@ -388,8 +389,8 @@ void add_profile_thunks(llvm::Module& module) {
                                         llvm::GlobalValue::ExternalLinkage,
                                         llvm::ConstantPointerNull::get(ptr), name);
       };
-      fn_slot = slot("_kiln_prof_fn");
-      site_slot = slot("_kiln_prof_site");
+      fn_slot = slot(kProfileFunctionSlot);
+      site_slot = slot(kProfileSiteSlot);
     }
     llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", thunk));
     llvm::Value* fn = b.CreateLoad(ptr, fn_slot);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/generated_code_contract.h"
 #include "kiln/client.h"
 #include "kiln/executable.h"
 #include "kiln/host_callback.h"
@@ -39,11 +40,6 @@ class ModuleCompiler {
   virtual Result<CompiledModule> compile(const ModuleSource& source,
                                          const CompileOptions& options) = 0;
 };
-
-// Packed entry symbol for a function: void(void** args), args = [results*, inputs...].
-inline std::string packed_entry_symbol(const std::string& function_name) {
-  return "_kiln_entry_" + function_name;
-}
 
 // libkiln_compiler exports this factory with C linkage.
 using CreateModuleCompilerFn = ModuleCompiler* (*)();

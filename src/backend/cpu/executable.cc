@@ -184,6 +184,12 @@ Status check_code_matches_metadata(const ExecutableInfo& info,
     return corruption("executable '" + info.module_name + "' lists " + what +
                       ", but its code does not define " + symbol);
   };
+  if (symbols.count(cpu::kContractVersionSymbol) == 0)
+    return invalid_argument("executable '" + info.module_name +
+                            "' was built by a kiln whose generated code follows another contract "
+                            "(it defines no " +
+                            cpu::kContractVersionSymbol + "); this kiln loads contract version " +
+                            std::to_string(cpu::kGeneratedCodeContract) + ": build it again");
   for (const EntryPoint& e : entries)
     KILN_RETURN_IF_ERROR(require(cpu::packed_entry_symbol(e.name), "entry '" + e.name + "'"));
   for (const HostCallbackSignature& cb : callbacks) {
@@ -193,8 +199,8 @@ Status check_code_matches_metadata(const ExecutableInfo& info,
         require(cpu::callback_site_slot(cb.name), "host callback '" + cb.name + "'"));
   }
   if (!info.kernels.empty()) {
-    KILN_RETURN_IF_ERROR(require("_kiln_prof_fn", "profiled kernels"));
-    KILN_RETURN_IF_ERROR(require("_kiln_prof_site", "profiled kernels"));
+    KILN_RETURN_IF_ERROR(require(cpu::kProfileFunctionSlot, "profiled kernels"));
+    KILN_RETURN_IF_ERROR(require(cpu::kProfileSiteSlot, "profiled kernels"));
   }
   return Status();
 }
@@ -303,6 +309,14 @@ Result<std::shared_ptr<Executable>> Executable::load(ExecutableInfo info,
                        "RTLD_GLOBAL before loading the executable)");
     return corruption("cannot load executable code: " + why);
   }
+  const auto* contract =
+      static_cast<const uint32_t*>(dlsym(exe->library_handle_, cpu::kContractVersionSymbol));
+  if (contract == nullptr || *contract != cpu::kGeneratedCodeContract)
+    return invalid_argument("executable '" + exe->info_.module_name +
+                            "' follows generated-code contract version " +
+                            (contract ? std::to_string(*contract) : std::string("(none)")) +
+                            "; this kiln loads version " +
+                            std::to_string(cpu::kGeneratedCodeContract) + ": build it again");
   for (const EntryPoint& entry : exe->entry_points_) {
     std::string symbol = cpu::packed_entry_symbol(entry.name);
     void* fn = dlsym(exe->library_handle_, symbol.c_str());
@@ -326,8 +340,8 @@ Result<std::shared_ptr<Executable>> Executable::load(ExecutableInfo info,
   // PGLE builds report kernel times through two slots.
   if (!exe->info_.kernels.empty()) {
     prefault_code(path);
-    auto* fn_slot = static_cast<void**>(dlsym(exe->library_handle_, "_kiln_prof_fn"));
-    auto* site_slot = static_cast<const void**>(dlsym(exe->library_handle_, "_kiln_prof_site"));
+    auto* fn_slot = static_cast<void**>(dlsym(exe->library_handle_, cpu::kProfileFunctionSlot));
+    auto* site_slot = static_cast<const void**>(dlsym(exe->library_handle_, cpu::kProfileSiteSlot));
     if (fn_slot == nullptr || site_slot == nullptr)
       return corruption("executable lists kernels but has no profiling slots");
     *fn_slot = reinterpret_cast<void*>(&kiln_profile_event);

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "backend/cpu/generated_code_contract.h"
 #include "kiln/status.h"
 
 namespace kiln::cpu {
@@ -18,10 +19,6 @@ class CallbackErrorScope {
   Status status_;
   Status* previous_;
 };
-
-// Symbols each executable exports per callback; the loader points them at the dispatcher.
-inline std::string callback_function_slot(const std::string& name) { return "_kiln_cb_fn_" + name; }
-inline std::string callback_site_slot(const std::string& name) { return "_kiln_cb_site_" + name; }
 
 }  // namespace kiln::cpu
 
