@@ -70,6 +70,28 @@ void expect_model_matches_pytorch(const std::string& name) {
 
 TEST(OnnxModelsTest, MlpMatchesPyTorch) { expect_model_matches_pytorch("mlp"); }
 TEST(OnnxModelsTest, SmallCnnMatchesPyTorch) { expect_model_matches_pytorch("small_cnn"); }
+// Depthwise convolutions (stride 1 as vectorised taps, stride 2 as loops) at every effort level
+// and thread count: PyTorch's values, and the same bits at every thread count.
+TEST(OnnxModelsTest, DepthwiseConvolutionsMatchPyTorchAtEveryLevelAndThreadCount) {
+  TempDir dir;
+  std::string file = model("depthwise_opset13.onnx");
+  for (const char* level : {"O0", "O2"}) {
+    std::string first;
+    for (const char* threads : {"1", "2", "3", "4"}) {
+      std::string out = dir.file(std::string("depthwise_") + level + threads + ".npy");
+      ProcessResult r = kiln_run(dir.file("cache"), {file, "--input", model("depthwise.input.npy"),
+                                                     "--output", out, "-O", level, "--set",
+                                                     std::string("KILN_NUM_THREADS=") + threads});
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      expect_matches_reference(out, model("depthwise.expected.npy"));
+      auto bytes = read_file(out);
+      ASSERT_TRUE(bytes.ok());
+      if (first.empty()) first = *bytes;
+      EXPECT_EQ(*bytes, first) << level << " with " << threads << " threads";
+    }
+  }
+}
+
 TEST(OnnxModelsTest, TransformerEncoderMatchesPyTorch) {
   expect_model_matches_pytorch("transformer");
 }

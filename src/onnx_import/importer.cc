@@ -2991,10 +2991,13 @@ class Importer {
       if (group == 1 && is_float_type(elem))
         return conv_as_matmul(padded, w, strides, dilations, out_spatial);
       if (group == 1) return conv_op("linalg.conv_2d_nchw_fchw", attrs, padded, w, out_shape, elem);
-      if (group == c && f == c && is_float_type(elem))
+      if (group == c && f == c && is_float_type(elem)) {
+        if (strides[0] == 1 && strides[1] == 1 && out_spatial[1] >= kMinRowForTaps)
+          return depthwise_taps(padded, w, dilations, out_spatial);
         return out_spatial[1] >= kMinRowForDepthwise
                    ? depthwise_rows(padded, w, strides, dilations, out_spatial)
                    : depthwise_channels_last(padded, w, strides, dilations, out_spatial);
+      }
       if (group == c && f == c) {
         Value wd = reshape(w, {c, w.shape[2], w.shape[3]});
         return conv_op("linalg.depthwise_conv_2d_nchw_chw", attrs, padded, wd, out_shape, elem);
@@ -3220,6 +3223,33 @@ class Importer {
   // one pass along a row of the input and of the output, contiguous for stride 1, which LLVM
   // vectorises. (Channels-last with the channel loop innermost vectorises as well, but the two
   // transposes around it cost more than the convolution.)
+  // Rows shorter than this leave a vector of 8 mostly mask: such convolutions go channels-last.
+  static constexpr int64_t kMinRowForTaps = 8;
+
+  // A stride-1 depthwise convolution as one elementwise kernel over the output: the sum over the
+  // KHxKW taps of the input shifted by the tap (a view of the padded input, no copy) times the
+  // tap's per-channel weight. Elementwise fusion merges the taps, and the bias and activation
+  // that follow, into one kernel, which kiln vectorises along the rows: each output row is
+  // computed in registers from KH*KW shifted input rows. (As a generic with the taps as
+  // reduction loops it ran as scalar loops.)
+  Value depthwise_taps(Value& padded, Value& w, const Shape& dilations, const Shape& out_spatial) {
+    int64_t n = padded.shape[0], c = padded.shape[1], kh = w.shape[2], kw = w.shape[3];
+    int64_t oh = out_spatial[0], ow = out_spatial[1];
+    // The weights as one (1, C, 1, 1) block per tap, laid out once: each tap's weights are then a
+    // view that broadcasts over the output as it is (a reshape of a view would not vectorise).
+    Value per_tap = prepared_weights(w, {2, 3, 0, 1}, {kh * kw, c, 1, 1});
+    Value sum;
+    for (int64_t i = 0; i < kh; ++i)
+      for (int64_t j = 0; j < kw; ++j) {
+        Value shifted =
+            slice(padded, {0, 0, i * dilations[0], j * dilations[1]}, {n, c, oh, ow}, {1, 1, 1, 1});
+        Value tap = slice(per_tap, {i * kw + j, 0, 0, 0}, {1, c, 1, 1}, {1, 1, 1, 1});
+        Value term = binary("Mul", shifted, tap);
+        sum = (i == 0 && j == 0) ? term : binary("Add", sum, term);
+      }
+    return sum;
+  }
+
   Value depthwise_rows(Value& padded, Value& w, const Shape& strides, const Shape& dilations,
                        const Shape& out_spatial) {
     int64_t n = padded.shape[0], c = padded.shape[1], kh = w.shape[2], kw = w.shape[3];

@@ -54,6 +54,21 @@ class Recurrent(torch.nn.Module):
         return self.fc(y[:, -1])
 
 
+class Depthwise(torch.nn.Module):
+    """Depthwise convolutions of odd sizes: padded, dilated, unpadded, and one with stride 2."""
+    def __init__(self):
+        super().__init__()
+        self.padded = torch.nn.Conv2d(5, 5, 3, padding=1, groups=5)
+        self.dilated = torch.nn.Conv2d(5, 5, 5, padding=4, dilation=2, groups=5)
+        self.valid = torch.nn.Conv2d(5, 5, 3, groups=5, bias=False)
+        self.strided = torch.nn.Conv2d(5, 5, 3, stride=2, padding=1, groups=5)
+
+    def forward(self, x):
+        x = torch.relu(self.padded(x))
+        x = torch.clamp(self.dilated(x), 0.0, 6.0) + x
+        return self.strided(self.valid(x))
+
+
 def transformer():
     layer = torch.nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64,
                                              dropout=0.0, batch_first=True)
@@ -66,6 +81,8 @@ def build(name):
         return Mlp(), (1, 64)
     if name == "small_cnn":
         return SmallCnn(), (1, 3, 16, 16)
+    if name == "depthwise":
+        return Depthwise(), (1, 5, 13, 11)
     if name == "resnet18":
         return torchvision.models.resnet18(weights=None), (1, 3, 224, 224)
     if name == "mobilenet_v2":
@@ -131,8 +148,8 @@ def extras(out):
 
 def main():
     out = sys.argv[1]
-    names = sys.argv[2:] or ["mlp", "small_cnn", "transformer", "recurrent", "resnet18",
-                             "mobilenet_v2", "extras"]
+    names = sys.argv[2:] or ["mlp", "small_cnn", "depthwise", "transformer", "recurrent",
+                             "resnet18", "mobilenet_v2", "extras"]
     os.makedirs(out, exist_ok=True)
     for name in names:
         if name == "extras":
