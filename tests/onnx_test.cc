@@ -79,9 +79,9 @@ TEST(OnnxModelsTest, DepthwiseConvolutionsMatchPyTorchAtEveryLevelAndThreadCount
     std::string first;
     for (const char* threads : {"1", "2", "3", "4"}) {
       std::string out = dir.file(std::string("depthwise_") + level + threads + ".npy");
-      ProcessResult r = kiln_run(dir.file("cache"), {file, "--input", model("depthwise.input.npy"),
-                                                     "--output", out, "-O", level, "--set",
-                                                     std::string("KILN_NUM_THREADS=") + threads});
+      ProcessResult r = kiln_run(
+          dir.file("cache"), {file, "--input", model("depthwise.input.npy"), "--output", out, "-O",
+                              level, "--set", std::string("KILN_NUM_THREADS=") + threads});
       ASSERT_EQ(r.exit_code, 0) << r.err;
       expect_matches_reference(out, model("depthwise.expected.npy"));
       auto bytes = read_file(out);

@@ -78,8 +78,7 @@ TEST_P(RunnerCompatTest, KilnPrintsWhatMlirRunnerPrints) {
 INSTANTIATE_TEST_SUITE_P(Programs, RunnerCompatTest,
                          ::testing::Values("memrefs.mlir", "tensors.mlir", "accumulators.mlir",
                                            "print_types.mlir", "x86vector.mlir",
-                                           "verify_memref.mlir", "powers.mlir",
-                                           "random_sort.mlir"),
+                                           "verify_memref.mlir", "powers.mlir", "random_sort.mlir"),
                          [](const auto& info) {
                            return info.param.substr(0, info.param.find('.'));
                          });
@@ -223,13 +222,13 @@ TEST(SmallFloatTypesTest, ComputedAndPrintedAsMlirRunnerWithApFloat) {
   std::string program = program_path("runner/small_floats.mlir");
   TempDir dir;
   std::string lowered = dir.file("lowered.mlir");
-  ProcessResult opt = run_process({MLIR_OPT, program, "--convert-arith-to-apfloat",
-                                   "--convert-vector-to-scf", "--convert-scf-to-cf",
-                                   "--convert-to-llvm", "-o", lowered});
+  ProcessResult opt =
+      run_process({MLIR_OPT, program, "--convert-arith-to-apfloat", "--convert-vector-to-scf",
+                   "--convert-scf-to-cf", "--convert-to-llvm", "-o", lowered});
   ASSERT_EQ(opt.exit_code, 0) << opt.err;
-  ProcessResult want =
-      run_process({MLIR_RUNNER, lowered, "-e", "main", "--entry-point-result=void",
-                   "--shared-libs=" + std::string(MLIR_RUNTIME_DIR) + "/libmlir_c_runner_utils.so"});
+  ProcessResult want = run_process(
+      {MLIR_RUNNER, lowered, "-e", "main", "--entry-point-result=void",
+       "--shared-libs=" + std::string(MLIR_RUNTIME_DIR) + "/libmlir_c_runner_utils.so"});
   ASSERT_EQ(want.exit_code, 0) << want.err;
   ASSERT_THAT(want.out, HasSubstr("( 1.5, 2.25, 4.5, 96, 0.1875, nan )"));
   for (const char* level : {"O0", "O2"}) {
@@ -238,6 +237,14 @@ TEST(SmallFloatTypesTest, ComputedAndPrintedAsMlirRunnerWithApFloat) {
     ASSERT_EQ(kiln.exit_code, 0) << kiln.err;
     EXPECT_EQ(kiln.out, want.out) << level;
   }
+}
+
+// The module as KILN_DUMP_IR_TO wrote it at `stage` ("1-bufferized", ...), or "".
+std::string dumped_stage(const TempDir& dump, const std::string& stage) {
+  for (const auto& file : std::filesystem::directory_iterator(dump.path()))
+    if (file.path().string().find(stage) != std::string::npos)
+      if (auto text = read_file(file.path().string()); text.ok()) return *text;
+  return "";
 }
 
 TEST(EmbeddedScheduleTest, AppliedAsTheTransformInterpreterWouldThenErased) {
@@ -250,10 +257,7 @@ TEST(EmbeddedScheduleTest, AppliedAsTheTransformInterpreterWouldThenErased) {
     ASSERT_EQ(run.exit_code, 0) << run.err;
     EXPECT_THAT(run.out, HasSubstr("[[4,   5,   5], \n [10,   11,   14], \n [16,   17,   23]]"));
     // The schedule's 2x2 tiles are loops in the program kiln compiled; no transform op is left.
-    std::string bufferized;
-    for (const auto& file : std::filesystem::directory_iterator(dump.path()))
-      if (file.path().string().find("1-bufferized") != std::string::npos)
-        if (auto text = read_file(file.path().string()); text.ok()) bufferized = *text;
+    std::string bufferized = dumped_stage(dump, "1-bufferized");
     EXPECT_THAT(bufferized, HasSubstr("scf.for")) << level;
     EXPECT_THAT(bufferized, ::testing::Not(HasSubstr("transform."))) << level;
   }
@@ -267,10 +271,7 @@ TEST(EmbeddedScheduleTest, ScheduleInANestedModuleAppliesToTheWholeFile) {
       {"KILN_DUMP_IR_TO=" + dump.path()});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_THAT(run.out, HasSubstr("[[4,   5,   5], \n [10,   11,   14], \n [16,   17,   23]]"));
-  std::string bufferized;
-  for (const auto& file : std::filesystem::directory_iterator(dump.path()))
-    if (file.path().string().find("1-bufferized") != std::string::npos)
-      if (auto text = read_file(file.path().string()); text.ok()) bufferized = *text;
+  std::string bufferized = dumped_stage(dump, "1-bufferized");
   EXPECT_THAT(bufferized, HasSubstr("scf.for"));  // the schedule's 1x2 tiles
   EXPECT_THAT(bufferized, ::testing::Not(HasSubstr("transform.")));
   EXPECT_THAT(bufferized, ::testing::Not(HasSubstr("@schedule")));
