@@ -390,7 +390,8 @@ TEST_F(CliCacheTest, VerifyChecksEntriesWithoutRunningTheirCode) {
                          "  FILE* f = fopen(\"" +
                              marker +
                              "\", \"w\"); if (f) fclose(f);\n}\n"
-                             "void _kiln_entry_main(void** args) { (void)args; }\n")
+                             "void _kiln_entry_main(void** args) { (void)args; }\n"
+                             "const unsigned int _kiln_contract_version = 1;\n")
                   .ok());
   ProcessResult cc = run_process(
       {"cc", "-shared", "-fPIC", "-o", work.file("planted.so"), work.file("planted.c")});
