@@ -118,7 +118,11 @@ def kiln_command(command, path, kiln):
     if runner is None:
         return None
     before = " ".join(stages[:runner])
-    verify = " --verify-runtime" if "generate-runtime-verification" in before else ""
+    verify = ""
+    if "generate-runtime-verification" in before:
+        # -test-cf-assert: a failed check is reported and the program goes on.
+        verify = (" --verify-runtime-continue" if "test-cf-assert" in before
+                  else " --verify-runtime")
     args = stages[runner].strip().split()[1:]
     # The module comes from the file itself; a trailing input argument would name it again.
     args = [a for a in args if a not in (path, scratch_path(path), "-")]

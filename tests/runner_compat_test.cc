@@ -172,6 +172,35 @@ TEST(RunnerFlagsTest, SharedLibsResolveTheFunctionsAProgramCalls) {
   EXPECT_THAT(absent.err, HasSubstr("cannot load '/nonexistent/libnothing.so'"));
 }
 
+TEST(RuntimeVerificationTest, ContinueModeReportsEveryFailedCheckAndRunsToTheEnd) {
+  std::string program = program_path("runner/two_bad_loads.mlir");
+  TempDir dir;
+  std::vector<std::string> env = {"KILN_CACHE_DIR=" + dir.file("cache")};
+  for (const char* level : {"O0", "O2"}) {
+    ProcessResult run =
+        run_process({kiln_binary(), "run", program, "-e", "main", "--entry-point-result=void",
+                     "--verify-runtime-continue", "-O", level},
+                    env);
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    size_t reports = 0;
+    for (size_t at = run.out.find("ERROR: Runtime op verification failed"); at != std::string::npos;
+         at = run.out.find("ERROR: Runtime op verification failed", at + 1))
+      ++reports;
+    EXPECT_EQ(reports, 2u) << run.out;
+    EXPECT_THAT(run.out, HasSubstr("^ out-of-bounds access\nLocation: loc(\""));
+    EXPECT_THAT(run.out, HasSubstr("two_bad_loads.mlir\":4:8)"));
+    // The good loads around the bad ones ran, the last one after both reports.
+    EXPECT_EQ(run.out.substr(0, 4), "1.5\n") << level;
+    EXPECT_EQ(run.out.substr(run.out.size() - 4), "1.5\n") << level;
+  }
+  // Continuing is part of the key: the aborting build of the same program is another entry.
+  ProcessResult aborting =
+      run_process({kiln_binary(), "run", program, "-e", "main", "--entry-point-result=void",
+                   "--verify-runtime", "-O", "O2"},
+                  env);
+  EXPECT_EQ(aborting.exit_code, 128 + SIGABRT) << aborting.err;
+}
+
 TEST(RuntimeVerificationTest, OutOfBoundsAccessStopsWithMlirRunnersMessage) {
   std::string program = program_path("runner/out_of_bounds.mlir");
   TempDir dir;

@@ -48,7 +48,10 @@
 #include "llvm/TargetParser/Host.h"
 #include "llvm/Transforms/Scalar/LowerMatrixIntrinsics.h"
 #include "mlir/Bytecode/BytecodeWriter.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -74,6 +77,7 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/DialectConversion.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace kiln::cpu {
@@ -293,6 +297,22 @@ bool has_pack_or_unpack(mlir::ModuleOp module) {
     return found ? mlir::WalkResult::interrupt() : mlir::WalkResult::advance();
   });
   return found;
+}
+
+// cf.assert (what runtime verification's checks are) lowered to a message that lets the program go
+// on, as mlir-opt -test-cf-assert does, instead of one that aborts it. Runs on LLVM-dialect
+// functions, just before convert-cf-to-llvm (which would lower the asserts to aborts).
+Status report_failed_checks(mlir::ModuleOp module, std::string& diagnostics) {
+  mlir::MLIRContext* context = module.getContext();
+  mlir::LLVMTypeConverter converter(context);
+  mlir::RewritePatternSet patterns(context);
+  mlir::cf::populateAssertToLLVMConversionPattern(converter, patterns, /*abortOnFailure=*/false);
+  mlir::ConversionTarget target(*context);
+  target.addIllegalOp<mlir::cf::AssertOp>();
+  target.markUnknownOpDynamicallyLegal([](mlir::Operation*) { return true; });
+  if (mlir::failed(mlir::applyPartialConversion(module, target, std::move(patterns))))
+    return compile_error("lowering runtime checks to reports failed:\n" + diagnostics);
+  return Status();
 }
 
 // Whether `module` computes with floating-point types the CPU has no instructions for (8-, 6- and
@@ -647,6 +667,13 @@ class MlirModuleCompiler : public ModuleCompiler {
       if (op->getName().getStringRef() == "memref.dealloc") frees_buffers = true;
     });
     Pipeline pipeline = build_pipeline(level, options.disabled_passes, frees_buffers);
+    if (config::get_bool("KILN_VERIFY_RUNTIME") &&
+        config::get_bool("KILN_VERIFY_RUNTIME_CONTINUE")) {
+      auto cf_to_llvm =
+          std::find_if(pipeline.lowering_passes.begin(), pipeline.lowering_passes.end(),
+                       [](const PipelineStep& s) { return s.pass == "convert-cf-to-llvm"; });
+      pipeline.lowering_passes.insert(cf_to_llvm, {kReportFailedChecksStep, "", false});
+    }
     PglePlan pgle = pgle_plan(options, result.info.module_name);
     IrDumper dump(result.info.module_name);
     dump.mlir("0-input", *module);
@@ -658,10 +685,10 @@ class MlirModuleCompiler : public ModuleCompiler {
     // Small float types first, while their arithmetic is still arith and math ops (in kernels'
     // bodies too): every float op of such a module becomes a call into kiln's runtime.
     if (uses_emulated_floats(*module))
-      KILN_RETURN_IF_ERROR(run_passes(*module,
-                                      {{"convert-arith-to-apfloat", "", false},
-                                       {"convert-math-to-apfloat", "", false}},
-                                      diagnostics));
+      KILN_RETURN_IF_ERROR(run_passes(
+          *module,
+          {{"convert-arith-to-apfloat", "", false}, {"convert-math-to-apfloat", "", false}},
+          diagnostics));
     KILN_RETURN_IF_ERROR(run_passes(*module, pipeline.tensor_passes, diagnostics));
     std::vector<int64_t> cold_kernels;
     if (pgle.active()) result.info.kernels = instrument_kernels(*module, pgle, &cold_kernels);
@@ -850,14 +877,18 @@ class MlirModuleCompiler : public ModuleCompiler {
                     std::string& diagnostics) {
     // kiln's own steps split the list: passes before one, the step, passes after it.
     for (size_t i = 0; i < steps.size(); ++i) {
-      bool fusion = steps[i].pass == kElementwiseFusionStep;
-      if (!fusion && steps[i].pass != kParallelizeStep) continue;
+      const std::string& pass = steps[i].pass;
+      if (pass != kElementwiseFusionStep && pass != kParallelizeStep &&
+          pass != kReportFailedChecksStep)
+        continue;
       KILN_RETURN_IF_ERROR(run_pass_list(
           module, std::vector<PipelineStep>(steps.begin(), steps.begin() + i), diagnostics));
-      if (fusion)
+      if (pass == kElementwiseFusionStep)
         fuse_elementwise_ops(module);
-      else
+      else if (pass == kParallelizeStep)
         parallelize_loops(module);
+      else
+        KILN_RETURN_IF_ERROR(report_failed_checks(module, diagnostics));
       return run_passes(module, std::vector<PipelineStep>(steps.begin() + i + 1, steps.end()),
                         diagnostics);
     }

@@ -48,6 +48,10 @@ const std::vector<FlagInfo>& flag_table() {
        "insert run-time checks (out-of-bounds accesses, bad casts, ...) that stop the program with "
        "mlir-runner's messages",
        true},
+      {"KILN_VERIFY_RUNTIME_CONTINUE", "false",
+       "with KILN_VERIFY_RUNTIME: a failed check prints its message and the program goes on (as "
+       "mlir-opt -test-cf-assert), so one run shows every failure",
+       true},
       {"KILN_COMPILER_DETAILED_LOGGING_MIN_OPS", "10",
        "modules with at least this many operations get detailed compile logs", false},
       {"KILN_LOG_LEVEL", "warning", "debug, info, warning or error", false},

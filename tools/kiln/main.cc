@@ -258,6 +258,9 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--verify-runtime", run.verify_runtime,
                     "insert run-time checks that stop an out-of-bounds program with "
                     "mlir-runner's message (KILN_VERIFY_RUNTIME)");
+  run_cmd->add_flag("--verify-runtime-continue", run.verify_runtime_continue,
+                    "the same checks, but a failed one prints its message and the program goes "
+                    "on, so one run shows every failure (KILN_VERIFY_RUNTIME_CONTINUE)");
   run_cmd->add_option("--repeat", run.repeat, "run the entry this many times");
   run_cmd->add_flag("--pgle", run.pgle,
                     "profile-guided: profile the first runs, recompile once with the profile");

@@ -453,7 +453,9 @@ int run_command(const RunArgs& args) {
   options->num_replicas = std::max(1, args.replicas);
   if (args.no_cache) (void)kiln::config::set("KILN_ENABLE_COMPILATION_CACHE", "false");
   if (args.expect_pgle) (void)kiln::config::set("KILN_COMPILATION_CACHE_EXPECT_PGLE", "true");
-  if (args.verify_runtime) (void)kiln::config::set("KILN_VERIFY_RUNTIME", "true");
+  if (args.verify_runtime || args.verify_runtime_continue)
+    (void)kiln::config::set("KILN_VERIFY_RUNTIME", "true");
+  if (args.verify_runtime_continue) (void)kiln::config::set("KILN_VERIFY_RUNTIME_CONTINUE", "true");
   if (kiln::is_onnx_file(args.file)) {
     if (args.pgle || options->num_replicas > 1 || !args.entry.empty())
       return fail(kiln::invalid_argument(

@@ -17,6 +17,7 @@ struct RunArgs {
   std::string entry_point_result;
   std::string shared_libs;
   bool verify_runtime = false;
+  bool verify_runtime_continue = false;
   std::vector<std::string> disabled_passes;
   int repeat = 1;
   bool json = false;

@@ -19,6 +19,8 @@ struct PipelineStep {
 inline constexpr const char* kVectorizeConvolutionsStep = "kiln-vectorize-convolutions";
 inline constexpr const char* kTileAndVectorizeStep = "kiln-tile-and-vectorize";
 inline constexpr const char* kVectorizeElementwiseStep = "kiln-vectorize-elementwise";
+// kiln's own step that lowers cf.assert to a report that does not stop the program.
+inline constexpr const char* kReportFailedChecksStep = "kiln-report-failed-checks";
 // kiln's own step that runs parallel loops on the thread pool (compiler_cpu/parallel_loops.h).
 inline constexpr const char* kParallelizeStep = "kiln-parallelize";
 
