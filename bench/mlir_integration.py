@@ -52,11 +52,10 @@ def logical_lines(text):
 
 
 def parse(path):
-    """RUN commands with DEFINE/REDEFINE substitutions expanded, and whether the test is
-    unsupported here (REQUIRES/UNSUPPORTED naming targets this machine is not)."""
+    """The RUN commands, with DEFINE/REDEFINE substitutions expanded."""
     with open(path, encoding="utf-8", errors="replace") as f:
         text = f.read()
-    defines, runs, requires = {}, [], []
+    defines, runs = {}, []
     for line in logical_lines(text):
         m = re.match(r"(RE)?DEFINE:\s*(%\{[\w.-]+\})\s*=\s*(.*)$", line)
         if m:
@@ -69,11 +68,7 @@ def parse(path):
                 for name, value in defines.items():
                     command = command.replace(name, value)
             runs.append(command)
-            continue
-        m = re.match(r"REQUIRES:\s*(.*)$", line)
-        if m:
-            requires += [r.strip() for r in m.group(1).split(",")]
-    return runs, requires
+    return runs
 
 
 def scratch_path(path):
@@ -154,7 +149,7 @@ def main():
     rows, reference_passed, both_passed = [], 0, 0
     for path in files:
         path = os.path.abspath(path)
-        runs, requires = parse(path)
+        runs = parse(path)
         name = os.path.relpath(path, a.directory)
         ref_cmds = [reference_command(substitute(r, path)) for r in runs]
         kiln_cmds = [kiln_command(substitute(r, path), path, kiln) for r in runs]
