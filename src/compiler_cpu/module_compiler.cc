@@ -705,31 +705,7 @@ class MlirModuleCompiler : public ModuleCompiler {
         return step.pass == "buffer-deallocation-pipeline";
       });
     if (pipeline.tile_and_vectorize) {
-      std::set<int> elementwise_groups;
-      if (pipeline.vectorize_elementwise) elementwise_groups = prepare_elementwise(*module);
-      reshapes_to_reinterpret_casts(*module);
-      mark_absorbable_fills(*module);
-      // Vectorised tiles need the cleanup to lower their masks: if it cannot apply, the whole step
-      // is undone and the contractions stay loops.
-      mlir::OwningOpRef<mlir::ModuleOp> untiled(module->clone());
-      // Each group on its own: one that cannot apply leaves the others' code vectorised.
-      for (int group : elementwise_groups)
-        apply_optional_transform(module, elementwise_group_script(group).c_str());
-      for (const TileGroup& group : prepare_contractions(*module))
-        apply_optional_transform(module, tile_group_script(group).c_str());
-      bool lowered = apply_optional_transform(module, contraction_cleanup_script().c_str());
-      if (lowered) {
-        hoist_accumulators(*module);
-        absorb_fills(*module);
-        lowered = apply_optional_transform(module, contraction_lowering_script().c_str());
-      }
-      if (lowered) {
-        guard_masked_rows(*module);
-      } else {
-        log::info("kiln-tile-and-vectorize did not apply to '" + result.info.module_name +
-                  "'; its contractions are compiled as loops");
-        module = std::move(untiled);
-      }
+      tile_and_vectorize(module, pipeline.vectorize_elementwise, result.info.module_name);
       dump.mlir("2-vectorized", *module);
     }
     KILN_RETURN_IF_ERROR(run_passes(*module, pipeline.lowering_passes, diagnostics));
@@ -810,6 +786,36 @@ class MlirModuleCompiler : public ModuleCompiler {
                 std::to_string(result.shared_object.size()) + " bytes of code");
     }
     return result;
+  }
+
+  // kiln's tiling and vectorisation of a bufferized module: elementwise kernels along their rows,
+  // contractions in cache and register tiles. Vectorised tiles need the cleanup to lower their
+  // masks: if it cannot apply, the whole step is undone and the contractions stay loops.
+  void tile_and_vectorize(mlir::OwningOpRef<mlir::ModuleOp>& module, bool elementwise,
+                          const std::string& module_name) {
+    std::set<int> elementwise_groups;
+    if (elementwise) elementwise_groups = prepare_elementwise(*module);
+    reshapes_to_reinterpret_casts(*module);
+    mark_absorbable_fills(*module);
+    mlir::OwningOpRef<mlir::ModuleOp> untiled(module->clone());
+    // Each group on its own: one that cannot apply leaves the others' code vectorised.
+    for (int group : elementwise_groups)
+      apply_optional_transform(module, elementwise_group_script(group).c_str());
+    for (const TileGroup& group : prepare_contractions(*module))
+      apply_optional_transform(module, tile_group_script(group).c_str());
+    bool lowered = apply_optional_transform(module, contraction_cleanup_script().c_str());
+    if (lowered) {
+      hoist_accumulators(*module);
+      absorb_fills(*module);
+      lowered = apply_optional_transform(module, contraction_lowering_script().c_str());
+    }
+    if (lowered) {
+      guard_masked_rows(*module);
+      return;
+    }
+    log::info("kiln-tile-and-vectorize did not apply to '" + module_name +
+              "'; its contractions are compiled as loops");
+    module = std::move(untiled);
   }
 
   // Declarations marked kiln.host_callback: functions the host provides, called through slots.
