@@ -2546,15 +2546,7 @@ class Importer {
       first = false;
     }
     map += ")>";
-    Value out;
-    out.elem = elem;
-    out.shape = shape;
-    std::string init = empty(elem, shape);
-    out.ssa = fresh();
-    line(out.ssa + " = linalg.generic {indexing_maps = [" + map + ", " +
-         broadcast_map(shape, shape) +
-         "], iterator_types = " + iterators(std::vector<bool>(shape.size(), false)) + "} ins(" +
-         ssa(indices) + " : " + indices.type() + ") outs(" + init + " : " + out.type() + ") {");
+    Value out = open_one_input_generic(indices, map, elem, shape);
     std::string iv = "%b" + std::to_string(next_id_++), ov = "%b" + std::to_string(next_id_++);
     line("^bb0(" + iv + ": " + ielem + ", " + ov + ": " + elem + "):");
     std::string i = is_float_type(ielem) ? op("arith.fptosi", {iv}, ielem + " to i64")
@@ -3077,9 +3069,10 @@ class Importer {
     return transpose(y4, {1, 0, 2, 3});
   }
 
-  // A copy of `input`'s elements into a new tensor of `shape`, element (d0..d5) read at `map`.
-  Value gathered(Value& input, const std::string& map, const Shape& shape) {
-    std::string elem = input.elem;
+  // A new `elem` tensor of `shape` and the opening line of the all-parallel generic that fills it
+  // from `input` read at `map`; the caller writes the body and closes it.
+  Value open_one_input_generic(Value& input, const std::string& map, const std::string& elem,
+                               const Shape& shape) {
     Value out;
     out.elem = elem;
     out.shape = shape;
@@ -3089,6 +3082,13 @@ class Importer {
          broadcast_map(shape, shape) +
          "], iterator_types = " + iterators(std::vector<bool>(shape.size(), false)) + "} ins(" +
          ssa(input) + " : " + input.type() + ") outs(" + init + " : " + out.type() + ") {");
+    return out;
+  }
+
+  // A copy of `input`'s elements into a new tensor of `shape`, element (d0..d5) read at `map`.
+  Value gathered(Value& input, const std::string& map, const Shape& shape) {
+    std::string elem = input.elem;
+    Value out = open_one_input_generic(input, map, elem, shape);
     std::string a = "%b" + std::to_string(next_id_++), b = "%b" + std::to_string(next_id_++);
     line("^bb0(" + a + ": " + elem + ", " + b + ": " + elem + "):");
     line("  linalg.yield " + a + " : " + elem);
