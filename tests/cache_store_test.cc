@@ -240,6 +240,28 @@ TEST(DirectoryStoreTest, FirstWriterWins) {
   EXPECT_EQ(**b->get("k"), "first");
 }
 
+// Two processes that both miss the existence check: the second one's link finds the first one's
+// entry (kAlreadyExists), which is the race lost, not an error; the entry and the ledger keep one.
+TEST(DirectoryStoreTest, ALinkLosingTheRaceToAnotherWriterIsNotAnError) {
+  class LateCheckEnv : public EnvWrapper {
+   public:
+    LateCheckEnv() : EnvWrapper(Env::posix()) {}
+    bool file_exists(const std::string&) override { return false; }
+  };
+  TempDir dir;
+  LateCheckEnv env;
+  auto first = open_store(dir.path(), nullptr);
+  auto second = open_store(dir.path(), &env);
+  ASSERT_TRUE(first->put("k", "first").ok());
+  Status lost = second->put("k", "second");
+  EXPECT_TRUE(lost.ok()) << lost.to_string();
+  EXPECT_EQ(**first->get("k"), "first");
+  EXPECT_EQ(first->stats()->entries, 1);
+
+  Status exists = Env::posix()->link_file(dir.path() + "/ledger.json", dir.path() + "/ledger.json");
+  EXPECT_EQ(exists.code(), StatusCode::kAlreadyExists) << exists.to_string();
+}
+
 TEST(DirectoryStoreTest, InvalidKeysAreRejected) {
   TempDir dir;
   auto store = open_store(dir.path(), nullptr);

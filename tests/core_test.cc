@@ -1,10 +1,14 @@
 // Core pieces without the compiler: effort levels, .npy files, the pipeline list, the client.
+#include <dlfcn.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <regex>
+#include <set>
 
 #include "backend/cpu/pipeline.h"
 #include "compile/text_canonical.h"
@@ -250,6 +254,51 @@ TEST(PipelineTest, EffortLevelsPickVectorisationAndLlvmLevel) {
   EXPECT_EQ(cpu::build_pipeline(EffortLevel::kO1, {}).llvm_opt_level, 1);
   EXPECT_EQ(cpu::build_pipeline(EffortLevel::kO2, {}).llvm_opt_level, 2);
   EXPECT_EQ(cpu::build_pipeline(EffortLevel::kO3, {}).llvm_opt_level, 3);
+}
+
+// libkiln is built with hidden visibility: a program that links it sees the public API (what
+// include/kiln declares), the plugin interface libkiln_compiler uses (the pipeline), and the C
+// functions generated code calls; internal helpers stay inside.
+TEST(LibraryExportsTest, OnlyThePublicApiAndTheGeneratedCodeRuntimeAreVisible) {
+  Dl_info info{};
+  ASSERT_NE(dladdr(reinterpret_cast<void*>(&parse_effort_level), &info), 0);
+  std::string library = info.dli_fname;
+  ASSERT_NE(library.find("libkiln.so"), std::string::npos) << library;
+
+  std::string headers;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(KILN_SOURCE_DIR) + "/include/kiln"))
+    headers += *read_file(entry.path().string());
+  FILE* nm = popen(("nm -D --defined-only -C '" + library + "'").c_str(), "r");
+  ASSERT_NE(nm, nullptr);
+  std::set<std::string> undeclared;
+  int kiln_symbols = 0;
+  char line[8192];
+  // "ADDRESS T kiln::Name..." or "ADDRESS T kiln::ns::name(...)": the first name after kiln::
+  // (a class or a function) must be declared in a public header.
+  std::regex api_symbol(R"(^\S+ [TWBDVR] kiln::(?:cpu::)?(\w+))");
+  while (fgets(line, sizeof line, nm) != nullptr) {
+    std::cmatch m;
+    if (!std::regex_search(line, m, api_symbol)) continue;
+    ++kiln_symbols;
+    std::string name = m[1];
+    if (name == "build_pipeline" || name == "pipeline_text") continue;  // plugin interface
+    if (headers.find(name) == std::string::npos) undeclared.insert(name);
+  }
+  pclose(nm);
+  EXPECT_GT(kiln_symbols, 100);
+  EXPECT_TRUE(undeclared.empty()) << "exported but not public: "
+                                  << ::testing::PrintToString(undeclared);
+
+  // Internal helpers are not reachable by name; the runtime generated code links against is.
+  void* self = dlopen(library.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(self, nullptr);
+  EXPECT_EQ(dlsym(self, "_ZN4kiln10sha256_hexB5cxx11ESt17basic_string_viewIcSt11char_traitsIcEE"),
+            nullptr);
+  for (const char* runtime : {"printMemrefF32", "memrefCopy", "_mlir_memref_to_llvm_alloc",
+                              "_mlir_memref_to_llvm_free", "_mlir_apfloat_add", "printNewline"})
+    EXPECT_NE(dlsym(self, runtime), nullptr) << runtime;
+  dlclose(self);
 }
 
 TEST(ClientTest, DevicesAndPlatformVersion) {

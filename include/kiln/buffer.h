@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/export.h"
 #include "kiln/status.h"
 
 namespace kiln {
@@ -14,15 +15,15 @@ namespace kiln {
 enum class DType { kF32, kF64, kI1, kI8, kI16, kI32, kI64 };
 
 // "f32", "i1", ...
-const char* dtype_name(DType dtype);
-Result<DType> parse_dtype(const std::string& name);
+KILN_EXPORT const char* dtype_name(DType dtype);
+KILN_EXPORT Result<DType> parse_dtype(const std::string& name);
 // Bytes per element in memory (i1 takes one byte, as MLIR's LLVM lowering stores it).
-size_t dtype_size(DType dtype);
+KILN_EXPORT size_t dtype_size(DType dtype);
 
 inline constexpr int64_t kDynamicDim = -1;
 
 // An element type with a shape; a dimension of kDynamicDim is only known at run time.
-struct TensorType {
+struct KILN_EXPORT TensorType {
   DType dtype = DType::kF32;
   std::vector<int64_t> shape;
   // A plain value (f32, i64, index, ...) passed by value, not a tensor; its Buffer has rank 0.
@@ -36,14 +37,14 @@ struct TensorType {
   }
 };
 
-std::string shape_to_string(const std::vector<int64_t>& shape);
-int64_t element_count(const std::vector<int64_t>& shape);
+KILN_EXPORT std::string shape_to_string(const std::vector<int64_t>& shape);
+KILN_EXPORT int64_t element_count(const std::vector<int64_t>& shape);
 // Bytes a dense tensor of `shape` needs, or an error when a dimension is dynamic or negative or the
 // count overflows.
-Result<size_t> dense_byte_size(DType dtype, const std::vector<int64_t>& shape);
+KILN_EXPORT Result<size_t> dense_byte_size(DType dtype, const std::vector<int64_t>& shape);
 
 // A dense, row-major host tensor. Copies share the storage (like a shared_ptr).
-class Buffer {
+class KILN_EXPORT Buffer {
  public:
   Buffer() = default;
   // Allocates zero-filled storage, 64-byte aligned; an error naming the size when the shape's

@@ -17,24 +17,25 @@
 #include <vector>
 
 #include "kiln/env.h"
+#include "kiln/export.h"
 #include "kiln/status.h"
 
 namespace kiln {
 
 // One key component: its name ("module", "options", ...), a readable description and its digest.
-struct KeyComponent {
+struct KILN_EXPORT KeyComponent {
   std::string name;
   std::string description;
   std::string digest;
 };
 
-struct CacheKey {
+struct KILN_EXPORT CacheKey {
   std::string key;  // "<sanitised module name>-<sha256 hex>"
   std::string module_name;
   std::vector<KeyComponent> components;
 };
 
-struct CacheEntryMetadata {
+struct KILN_EXPORT CacheEntryMetadata {
   std::string key;  // the full key the entry was written for; a read under any other is corrupt
   std::string module_name;
   std::string producer_version;  // kiln version that wrote it
@@ -44,26 +45,28 @@ struct CacheEntryMetadata {
   std::vector<KeyComponent> components;
 };
 
-std::string encode_cache_entry(const CacheEntryMetadata& metadata, std::string_view payload);
-struct DecodedCacheEntry {
+KILN_EXPORT std::string encode_cache_entry(const CacheEntryMetadata& metadata,
+                                           std::string_view payload);
+struct KILN_EXPORT DecodedCacheEntry {
   CacheEntryMetadata metadata;
   std::string payload;  // decompressed
 };
 // `key` is the key the bytes were read under: an entry written for another key is kCorruption.
-Result<DecodedCacheEntry> decode_cache_entry(std::string_view bytes, std::string_view key);
+KILN_EXPORT Result<DecodedCacheEntry> decode_cache_entry(std::string_view bytes,
+                                                         std::string_view key);
 // Header and metadata only (for `kiln cache ls` / `explain`), without decompressing.
-Result<CacheEntryMetadata> decode_cache_entry_metadata(std::string_view bytes,
-                                                       std::string_view key);
+KILN_EXPORT Result<CacheEntryMetadata> decode_cache_entry_metadata(std::string_view bytes,
+                                                                   std::string_view key);
 
 // Counters with stable names, kept by the store across processes.
-struct CacheStats {
+struct KILN_EXPORT CacheStats {
   std::map<std::string, int64_t> counters;  // writes, corrupt, evictions, ...
   int64_t entries = 0;                      // every file, raw-bytes alias records included
   int64_t bytes = 0;
   int64_t alias_records = 0;  // of `entries`: they never count against the entry bound
 };
 
-class CacheStore {
+class KILN_EXPORT CacheStore {
  public:
   virtual ~CacheStore() = default;
   // nullopt when absent. Records a use of the entry (for LRU).
@@ -77,7 +80,7 @@ class CacheStore {
   virtual std::string describe() const = 0;
 };
 
-struct DirectoryStoreOptions {
+struct KILN_EXPORT DirectoryStoreOptions {
   std::string directory;
   int64_t max_size_bytes = -1;  // -1 unbounded; 0 stores nothing
   int64_t max_entries = -1;     // -1 unbounded
@@ -96,7 +99,7 @@ struct DirectoryStoreOptions {
 // is set: without one a read writes nothing) until the bounds hold again, keeping as many of the
 // most recently used as fit (JAX's LRUCache). Raw-bytes alias records do not count against the
 // entry bound.
-class DirectoryStore : public CacheStore {
+class KILN_EXPORT DirectoryStore : public CacheStore {
  public:
   static Result<std::unique_ptr<DirectoryStore>> open(const DirectoryStoreOptions& options);
 
@@ -134,7 +137,7 @@ class KeyValueStore;
 // The remote tier: entries in a key-value store (Redis) under "kiln:cache:<key>". With a secret,
 // every value carries an HMAC-SHA256 over key and bytes; a value whose tag does not verify
 // (tampered, another secret, or written without one) is rejected with kCorruption, never returned.
-class RemoteCacheStore : public CacheStore {
+class KILN_EXPORT RemoteCacheStore : public CacheStore {
  public:
   RemoteCacheStore(std::unique_ptr<KeyValueStore> kv, std::string secret, std::string description);
   ~RemoteCacheStore() override;
@@ -156,7 +159,7 @@ class RemoteCacheStore : public CacheStore {
 // the remote is read-only. The remote fails open: its errors and timeouts are warnings and counts
 // (remote_errors, remote_timeouts, remote_rejected), and after 3 failures in a row it is skipped
 // for 30 s. Counters and maintenance commands use the local store.
-class TieredCacheStore : public CacheStore {
+class KILN_EXPORT TieredCacheStore : public CacheStore {
  public:
   TieredCacheStore(CacheStore* local, std::unique_ptr<CacheStore> remote, bool remote_read_only,
                    Env* env);
@@ -186,8 +189,9 @@ class TieredCacheStore : public CacheStore {
 // then, when exported with a secret, an HMAC-SHA256 over all of it), to warm another machine's
 // cache. Entries of another platform version import fine and are simply never looked up there
 // (their keys include the platform version). Raw-bytes alias records never travel.
-Result<std::string> export_cache_bundle(CacheStore& store, const std::string& secret = "");
-struct BundleImport {
+KILN_EXPORT Result<std::string> export_cache_bundle(CacheStore& store,
+                                                    const std::string& secret = "");
+struct KILN_EXPORT BundleImport {
   int imported = 0;
   int skipped = 0;  // records that do not decode under their key, and alias records
   bool signed_bundle = false;
@@ -196,13 +200,13 @@ struct BundleImport {
 // nothing. With a secret only a bundle signed with it is accepted; without one, a signed bundle
 // is refused too (its signature cannot be checked), and an unsigned one is trusted like the
 // user's own files.
-Result<BundleImport> import_cache_bundle(CacheStore& store, std::string_view bundle,
-                                         const std::string& secret = "");
+KILN_EXPORT Result<BundleImport> import_cache_bundle(CacheStore& store, std::string_view bundle,
+                                                     const std::string& secret = "");
 
 // The default directory: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln.
-std::string default_cache_directory();
+KILN_EXPORT std::string default_cache_directory();
 // The directory in use: the KILN_CACHE_DIR flag (set from code or the command line), else the
 // default.
-std::string cache_directory();
+KILN_EXPORT std::string cache_directory();
 
 }  // namespace kiln

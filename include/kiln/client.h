@@ -9,19 +9,20 @@
 #include <vector>
 
 #include "kiln/executable.h"
+#include "kiln/export.h"
 #include "kiln/options.h"
 #include "kiln/status.h"
 
 namespace kiln {
 
-struct Device {
+struct KILN_EXPORT Device {
   int id = 0;             // global id
   int process_index = 0;  // which process of the job owns it
   std::string kind = "cpu";
 };
 
 // MLIR source to compile: text or bytecode, with a name for diagnostics ("model.mlir").
-struct ModuleSource {
+struct KILN_EXPORT ModuleSource {
   std::string bytes;
   std::string name = "<memory>";
   // For programs that are not MLIR (ONNX models): `bytes` then only identifies the program (its
@@ -38,13 +39,13 @@ struct ModuleSource {
   Result<ModuleSource> mlir() const;
 };
 
-struct CanonicalModule {
+struct KILN_EXPORT CanonicalModule {
   std::string module_name;  // the module's sym_name, or "module"
   std::string text;         // deterministic canonical bytes (MLIR bytecode)
   double parse_ms = 0;      // of the time canonicalize took, parsing (and verifying) the input
 };
 
-class Client {
+class KILN_EXPORT Client {
  public:
   // The CPU client. Device count: `device_count` if > 0, else $KILN_CPU_DEVICE_COUNT, else 1.
   static Result<std::unique_ptr<Client>> create_cpu(int device_count = 0, int process_index = 0);
@@ -104,8 +105,8 @@ class Client {
 };
 
 // kiln's own version, "0.2.0" (part of every cache key).
-const char* kiln_version();
+KILN_EXPORT const char* kiln_version();
 // The LLVM/MLIR release kiln was built against, "22.1.8".
-const char* llvm_version();
+KILN_EXPORT const char* llvm_version();
 
 }  // namespace kiln

@@ -20,6 +20,7 @@
 #include "kiln/client.h"
 #include "kiln/env.h"
 #include "kiln/executable.h"
+#include "kiln/export.h"
 #include "kiln/options.h"
 #include "kiln/pgle.h"
 #include "kiln/status.h"
@@ -33,7 +34,7 @@ struct CompileReport;
 using CompileErrorHandler = std::function<std::optional<Status>(const Status&)>;
 
 // Each field names the flag the process default takes it from.
-struct CompilationCacheOptions {
+struct KILN_EXPORT CompilationCacheOptions {
   bool enabled = true;          // KILN_ENABLE_COMPILATION_CACHE: false compiles every time
   std::string directory;        // KILN_CACHE_DIR ("": default_cache_directory())
   int64_t max_size_bytes = -1;  // KILN_COMPILATION_CACHE_MAX_SIZE (-1 unbounded, 0 stores none)
@@ -65,7 +66,7 @@ struct CompilationCacheOptions {
   bool operator==(const CompilationCacheOptions&) const = default;
 };
 
-class CompilationCache {
+class KILN_EXPORT CompilationCache {
  public:
   // Opens the persistent store (when enabled); an unusable directory is an error here.
   static Result<std::shared_ptr<CompilationCache>> open(const CompilationCacheOptions& options);

@@ -13,6 +13,7 @@
 #include "kiln/client.h"
 #include "kiln/compilation_cache.h"
 #include "kiln/executable.h"
+#include "kiln/export.h"
 #include "kiln/options.h"
 #include "kiln/pgle.h"
 #include "kiln/status.h"
@@ -20,7 +21,7 @@
 namespace kiln {
 
 // What happened in one compile_or_get_cached call.
-struct CompileReport {
+struct KILN_EXPORT CompileReport {
   std::string cache = "off";  // "hit", "miss" or "off"
   bool from_memory = false;   // the hit came from this process's executable cache
   std::string key;
@@ -45,57 +46,64 @@ inline constexpr const char* kPgleInstrumentOverride = "pgle_instrument";
 // The options actually compiled with: UNKNOWN levels resolved from KILN_OPTIMIZATION_LEVEL /
 // KILN_MEMORY_FITTING_LEVEL, KILN_DISABLE_MOST_OPTIMIZATIONS applied, disabled passes trimmed,
 // de-duplicated and sorted.
-CompileOptions resolve_compile_options(const CompileOptions& options);
+KILN_EXPORT CompileOptions resolve_compile_options(const CompileOptions& options);
+
+// The pass pipeline `level` (resolved as resolve_compile_options does) runs, one step per line:
+// each pass list as an mlir-opt --pass-pipeline, kiln's own steps by name between them, and the
+// LLVM optimisation level last (what `kiln pipeline` prints).
+KILN_EXPORT Result<std::string> describe_pipeline(EffortLevel level,
+                                                  const std::vector<std::string>& disabled_passes);
 
 // The key of `source` under `options` on `client`'s devices. Loads the compiler library only when
 // the raw bytes were never seen with these options (`store` remembers raw-bytes aliases).
-Result<CacheKey> compute_cache_key(const Client& client, const ModuleSource& source,
-                                   const CompileOptions& options, CacheStore* store = nullptr);
+KILN_EXPORT Result<CacheKey> compute_cache_key(const Client& client, const ModuleSource& source,
+                                               const CompileOptions& options,
+                                               CacheStore* store = nullptr);
 
 // With PGLE (KILN_ENABLE_PGLE or KILN_COMPILATION_CACHE_EXPECT_PGLE) the seed's three cases
 // apply: a cached PGLE-optimised entry is used and `profiler` disabled (1); options carrying a
 // profile compile under the PGLE key (2); otherwise the instrumented first pass is built (3).
 // ProfileGuidedProgram drives the whole flow.
-Result<std::shared_ptr<Executable>> compile_or_get_cached(const Client& client,
-                                                          const ModuleSource& source,
-                                                          const CompileOptions& options,
-                                                          CompileReport* report = nullptr,
-                                                          PgleProfiler* profiler = nullptr);
+KILN_EXPORT Result<std::shared_ptr<Executable>> compile_or_get_cached(
+    const Client& client, const ModuleSource& source, const CompileOptions& options,
+    CompileReport* report = nullptr, PgleProfiler* profiler = nullptr);
 
 // The same for clients that load nothing (Client::create_compile_only): the serialised executable
 // from the persistent cache, or compiled (not loaded) and stored under the key a real client of
 // the target computes, so importing the entries on such a machine makes its runs hits.
-Result<std::string> compile_or_get_cached_serialized(const Client& client,
-                                                     const ModuleSource& source,
-                                                     const CompileOptions& options,
-                                                     CompileReport* report = nullptr);
+KILN_EXPORT Result<std::string> compile_or_get_cached_serialized(const Client& client,
+                                                                 const ModuleSource& source,
+                                                                 const CompileOptions& options,
+                                                                 CompileReport* report = nullptr);
 
 // FDO profile sharing in a multi-process job (PGLE): every process must compile with the same
 // profile. The leader publishes `profile` under the key of the empty-profile options + "_fdo_sync";
 // the others wait (KILN_SHARE_BINARY_BETWEEN_HOSTS_TIMEOUT_MS) and return the leader's bytes.
 // Without a job (or in a one-process job) returns `profile` unchanged.
-Result<std::string> sync_fdo_profile(const Client& client, const CompileOptions& options,
-                                     const CacheKey& empty_profile_key, std::string profile);
+KILN_EXPORT Result<std::string> sync_fdo_profile(const Client& client,
+                                                 const CompileOptions& options,
+                                                 const CacheKey& empty_profile_key,
+                                                 std::string profile);
 
 // Handlers of the process default cache (CompileErrorHandler: kiln/compilation_cache.h).
-int register_compile_error_handler(CompileErrorHandler handler);
-void unregister_compile_error_handler(int id);
+KILN_EXPORT int register_compile_error_handler(CompileErrorHandler handler);
+KILN_EXPORT void unregister_compile_error_handler(int id);
 
 // The cache compile_or_get_cached uses now: opened from the KILN_* flags, and opened anew when
 // they change (callers holding the old one keep it).
-Result<std::shared_ptr<CompilationCache>> default_compilation_cache();
+KILN_EXPORT Result<std::shared_ptr<CompilationCache>> default_compilation_cache();
 // The persistent store of the default cache (valid until the cache flags change), or null when
 // the cache is off.
-Result<CacheStore*> persistent_cache_store();
+KILN_EXPORT Result<CacheStore*> persistent_cache_store();
 // The local directory store alone (for maintenance commands), even when a remote tier is set.
-Result<DirectoryStore*> local_cache_store();
+KILN_EXPORT Result<DirectoryStore*> local_cache_store();
 
 // The Env the persistent store does its I/O through (nullptr: the POSIX Env). Takes effect when
 // the store is next opened; tests inject faults this way.
-void set_persistent_cache_env(Env* env);
+KILN_EXPORT void set_persistent_cache_env(Env* env);
 
 // Drops the default cache (its loaded executables, store, once-per-task events and check-contents
 // memory); the next call opens a new one. For tests.
-void reset_compilation_cache_state();
+KILN_EXPORT void reset_compilation_cache_state();
 
 }  // namespace kiln

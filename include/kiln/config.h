@@ -8,36 +8,37 @@
 #include <string>
 #include <vector>
 
+#include "kiln/export.h"
 #include "kiln/status.h"
 
 namespace kiln::config {
 
 // Values are kept as text; the typed getters parse them. Unknown names are errors.
-Result<std::string> get_string(const std::string& name);
-bool get_bool(const std::string& name);
-int64_t get_int(const std::string& name);
-double get_double(const std::string& name);
+KILN_EXPORT Result<std::string> get_string(const std::string& name);
+KILN_EXPORT bool get_bool(const std::string& name);
+KILN_EXPORT int64_t get_int(const std::string& name);
+KILN_EXPORT double get_double(const std::string& name);
 
 // Overrides the value for this process (environment values are read only once). A value that is
 // not valid for the flag (a boolean, an integer in range, one of its choices) is refused.
-Status set(const std::string& name, const std::string& value);
+KILN_EXPORT Status set(const std::string& name, const std::string& value);
 // Environment values that were not valid (each is ignored: its flag keeps the default).
-Status check_environment();
+KILN_EXPORT Status check_environment();
 // The same for one flag: for code that must refuse to go on with its default.
-Status check_environment_of(const std::string& name);
+KILN_EXPORT Status check_environment_of(const std::string& name);
 // Forgets overrides and re-reads the environment (for tests).
-void reset();
+KILN_EXPORT void reset();
 
-struct FlagInfo {
+struct KILN_EXPORT FlagInfo {
   std::string name;
   std::string default_value;
   std::string help;
   bool affects_codegen;  // part of the cache key
 };
-const std::vector<FlagInfo>& all_flags();
+KILN_EXPORT const std::vector<FlagInfo>& all_flags();
 
 // A flag as it stands now, for `kiln flags` and docs/FLAGS.md.
-struct FlagState {
+struct KILN_EXPORT FlagState {
   FlagInfo info;
   std::string type;    // "boolean", "integer from -1 to ...", "one of a, b", "effort level", "text"
   std::string value;   // the value in effect
@@ -46,9 +47,9 @@ struct FlagState {
   // "in how the module is hashed", or "no" (it never changes generated code).
   std::string in_key;
 };
-std::vector<FlagState> flag_states();
+KILN_EXPORT std::vector<FlagState> flag_states();
 
 // name → value of the flags that change generated code, sorted by name (a cache key component).
-std::map<std::string, std::string> codegen_flag_values();
+KILN_EXPORT std::map<std::string, std::string> codegen_flag_values();
 
 }  // namespace kiln::config

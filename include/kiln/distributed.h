@@ -4,12 +4,13 @@
 #include <memory>
 #include <string>
 
+#include "kiln/export.h"
 #include "kiln/kv_store.h"
 #include "kiln/status.h"
 
 namespace kiln::distributed {
 
-struct JobContext {
+struct KILN_EXPORT JobContext {
   std::string coordinator;  // redis://host:port[/db]
   int num_processes = 1;
   int process_id = 0;
@@ -20,16 +21,16 @@ struct JobContext {
 };
 
 // Connects to the coordinator (a Redis server). `job` defaults to "default".
-Status initialize(const std::string& coordinator, int num_processes, int process_id,
-                  const std::string& job = "");
+KILN_EXPORT Status initialize(const std::string& coordinator, int num_processes, int process_id,
+                              const std::string& job = "");
 // The same from KILN_COORDINATOR, KILN_NUM_PROCESSES, KILN_PROCESS_ID, KILN_JOB_ID; does nothing
 // when KILN_COORDINATOR is unset.
-Status initialize_from_environment();
+KILN_EXPORT Status initialize_from_environment();
 // For tests and single-process use: a job whose store is `kv` (e.g. InProcessKeyValueStore).
-void initialize_with_store(std::shared_ptr<KeyValueStore> kv, int num_processes, int process_id,
-                           const std::string& job = "");
+KILN_EXPORT void initialize_with_store(std::shared_ptr<KeyValueStore> kv, int num_processes,
+                                       int process_id, const std::string& job = "");
 // The current job, or nullptr when none was initialised.
-std::shared_ptr<const JobContext> context();
-void shutdown();
+KILN_EXPORT std::shared_ptr<const JobContext> context();
+KILN_EXPORT void shutdown();
 
 }  // namespace kiln::distributed

@@ -8,18 +8,19 @@
 #include <string_view>
 #include <vector>
 
+#include "kiln/export.h"
 #include "kiln/status.h"
 
 namespace kiln {
 
 // Held while alive; released by the destructor.
-class FileLock {
+class KILN_EXPORT FileLock {
  public:
   virtual ~FileLock() = default;
 };
 
 // Who owns a file and who may write it (lstat/stat's st_uid and st_mode).
-struct FileOwner {
+struct KILN_EXPORT FileOwner {
   uint32_t uid = 0;
   uint32_t mode = 0;  // st_mode: type and permission bits
   bool is_directory() const;
@@ -28,7 +29,7 @@ struct FileOwner {
   bool writable_by_others() const;  // group or world write permission
 };
 
-class Env {
+class KILN_EXPORT Env {
  public:
   virtual ~Env() = default;
   // The process-wide POSIX Env. Never deleted.
@@ -39,7 +40,7 @@ class Env {
   // `sync` = fsync before returning. Callers write a fresh temp name and rename it into place.
   virtual Status write_file(const std::string& path, std::string_view data, bool sync) = 0;
   virtual Status rename_file(const std::string& from, const std::string& to) = 0;
-  // Hard link; fails with kInvalidArgument "exists" when `to` exists (first writer wins).
+  // Hard link; fails with kAlreadyExists when `to` exists (first writer wins).
   virtual Status link_file(const std::string& from, const std::string& to) = 0;
   virtual Status remove_file(const std::string& path) = 0;
   // Creates the missing directories of `path`, each 0700.
@@ -63,11 +64,11 @@ class Env {
 // As ssh's StrictModes does for keys: kiln loads code only from a cache directory, and entries,
 // that this user (or root) owns and no other user can write. Fails with kPermissionDenied naming
 // the path, what is wrong and the fix. `trust_shared` (KILN_CACHE_TRUST_SHARED_DIR) accepts any.
-Status check_trusted_path(Env* env, const std::string& path, bool follow_symlinks,
-                          bool trust_shared);
+KILN_EXPORT Status check_trusted_path(Env* env, const std::string& path, bool follow_symlinks,
+                                      bool trust_shared);
 
 // Forwards every call to another Env; override the calls a test wants to break.
-class EnvWrapper : public Env {
+class KILN_EXPORT EnvWrapper : public Env {
  public:
   explicit EnvWrapper(Env* target) : target_(target) {}
   Result<std::string> read_file(const std::string& p) override { return target_->read_file(p); }

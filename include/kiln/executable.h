@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kiln/buffer.h"
+#include "kiln/export.h"
 #include "kiln/host_callback.h"
 #include "kiln/pgle.h"
 #include "kiln/status.h"
@@ -19,7 +20,7 @@
 namespace kiln {
 
 // One callable function of the module, as the caller sees it.
-struct EntryPoint {
+struct KILN_EXPORT EntryPoint {
   std::string name;
   std::vector<TensorType> inputs;
   std::vector<TensorType> outputs;
@@ -29,7 +30,7 @@ struct EntryPoint {
 };
 
 // Where compile time went, in milliseconds.
-struct CompileTimings {
+struct KILN_EXPORT CompileTimings {
   double parse_ms = 0;
   double passes_ms = 0;
   double llvm_ms = 0;     // translation to LLVM IR and LLVM's optimisation pipeline
@@ -37,7 +38,7 @@ struct CompileTimings {
   double total_ms() const { return parse_ms + passes_ms + llvm_ms + codegen_ms; }
 };
 
-struct ExecutableInfo {
+struct KILN_EXPORT ExecutableInfo {
   std::string module_name;
   std::string platform_version;  // the client's platform version at compile time
   std::string effort_level;      // "O2", ...
@@ -53,12 +54,12 @@ struct ExecutableInfo {
 };
 
 // One replica's results, and the device it ran on.
-struct ReplicaResult {
+struct KILN_EXPORT ReplicaResult {
   int device = 0;
   std::vector<Buffer> outputs;
 };
 
-class Executable {
+class KILN_EXPORT Executable {
  public:
   ~Executable();
   Executable(const Executable&) = delete;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kiln/buffer.h"
+#include "kiln/export.h"
 #include "kiln/status.h"
 
 namespace kiln {
@@ -16,14 +17,14 @@ namespace kiln {
 // Arguments arrive as views of the program's buffers, valid during the call only.
 using HostCallback = std::function<Status(const std::vector<Buffer>& args)>;
 
-struct HostCallbackSignature {
+struct KILN_EXPORT HostCallbackSignature {
   std::string name;
   std::vector<TensorType> args;
 };
 
 // Registers (or replaces) the callable for `name`. Thread-safe.
-void register_host_callback(const std::string& name, HostCallback callback);
-void unregister_host_callback(const std::string& name);
-bool host_callback_registered(const std::string& name);
+KILN_EXPORT void register_host_callback(const std::string& name, HostCallback callback);
+KILN_EXPORT void unregister_host_callback(const std::string& name);
+KILN_EXPORT bool host_callback_registered(const std::string& name);
 
 }  // namespace kiln

@@ -11,23 +11,24 @@
 #include <string>
 #include <string_view>
 
+#include "kiln/export.h"
 #include "kiln/status.h"
 
 namespace kiln {
 
-class KeyValueStore {
+class KILN_EXPORT KeyValueStore {
  public:
   virtual ~KeyValueStore() = default;
   virtual Status set(const std::string& key, std::string_view value) = 0;
   // nullopt when the key is absent.
   virtual Result<std::optional<std::string>> get(const std::string& key) = 0;
-  // Waits up to `timeout_ms` for the key to appear; kNotFound on timeout.
+  // Waits up to `timeout_ms` for the key to appear; kDeadlineExceeded on timeout.
   virtual Result<std::string> blocking_get(const std::string& key, int64_t timeout_ms) = 0;
   virtual Status remove(const std::string& key) = 0;
 };
 
 // redis://[user:password@]host:port[/db]
-struct RedisAddress {
+struct KILN_EXPORT RedisAddress {
   std::string host = "127.0.0.1";
   int port = 6379;
   int db = 0;
@@ -35,10 +36,10 @@ struct RedisAddress {
   std::string password;
   std::string to_string() const;  // without the password
 };
-Result<RedisAddress> parse_redis_url(const std::string& url);
+KILN_EXPORT Result<RedisAddress> parse_redis_url(const std::string& url);
 
 // One connection, reconnected on demand; every request bounded by `timeout_ms`. Thread-safe.
-class RedisKeyValueStore : public KeyValueStore {
+class KILN_EXPORT RedisKeyValueStore : public KeyValueStore {
  public:
   static Result<std::unique_ptr<RedisKeyValueStore>> connect(const RedisAddress& address,
                                                              int64_t timeout_ms);
@@ -63,7 +64,7 @@ class RedisKeyValueStore : public KeyValueStore {
   void* context_ = nullptr;  // redisContext
 };
 
-class InProcessKeyValueStore : public KeyValueStore {
+class KILN_EXPORT InProcessKeyValueStore : public KeyValueStore {
  public:
   Status set(const std::string& key, std::string_view value) override;
   Result<std::optional<std::string>> get(const std::string& key) override;

@@ -5,19 +5,21 @@
 #include <functional>
 #include <string>
 
+#include "kiln/export.h"
+
 namespace kiln::log {
 
 enum class Level { kDebug = 0, kInfo = 1, kWarning = 2, kError = 3 };
 
-const char* level_name(Level level);
-void write(Level level, const std::string& message);
+KILN_EXPORT const char* level_name(Level level);
+KILN_EXPORT void write(Level level, const std::string& message);
 inline void debug(const std::string& m) { write(Level::kDebug, m); }
 inline void info(const std::string& m) { write(Level::kInfo, m); }
 inline void warning(const std::string& m) { write(Level::kWarning, m); }
 inline void error(const std::string& m) { write(Level::kError, m); }
 
 // Sinks see every line, whatever the stderr threshold. Returns an id for remove_sink.
-int add_sink(std::function<void(Level, const std::string&)> sink);
-void remove_sink(int id);
+KILN_EXPORT int add_sink(std::function<void(Level, const std::string&)> sink);
+KILN_EXPORT void remove_sink(int id);
 
 }  // namespace kiln::log

@@ -7,17 +7,19 @@
 #include <functional>
 #include <string>
 
+#include "kiln/export.h"
+
 namespace kiln::monitoring {
 
 using EventListener = std::function<void(const std::string& event)>;
 using DurationListener = std::function<void(const std::string& event, double seconds)>;
 
 // Returns an id for unregistering.
-int add_event_listener(EventListener listener);
-int add_duration_listener(DurationListener listener);
-void remove_listener(int id);
+KILN_EXPORT int add_event_listener(EventListener listener);
+KILN_EXPORT int add_duration_listener(DurationListener listener);
+KILN_EXPORT void remove_listener(int id);
 
-void record_event(const std::string& event);
-void record_duration(const std::string& event, double seconds);
+KILN_EXPORT void record_event(const std::string& event);
+KILN_EXPORT void record_duration(const std::string& event, double seconds);
 
 }  // namespace kiln::monitoring

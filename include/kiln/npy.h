@@ -4,13 +4,14 @@
 #include <string>
 
 #include "kiln/buffer.h"
+#include "kiln/export.h"
 #include "kiln/status.h"
 
 namespace kiln {
 
-Result<Buffer> read_npy(const std::string& path);
-Result<Buffer> parse_npy(const std::string& bytes, const std::string& name_for_errors);
-Status write_npy(const std::string& path, const Buffer& buffer);
-std::string encode_npy(const Buffer& buffer);
+KILN_EXPORT Result<Buffer> read_npy(const std::string& path);
+KILN_EXPORT Result<Buffer> parse_npy(const std::string& bytes, const std::string& name_for_errors);
+KILN_EXPORT Status write_npy(const std::string& path, const Buffer& buffer);
+KILN_EXPORT std::string encode_npy(const Buffer& buffer);
 
 }  // namespace kiln

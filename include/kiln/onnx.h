@@ -19,6 +19,7 @@
 #include "kiln/client.h"
 #include "kiln/compile.h"
 #include "kiln/executable.h"
+#include "kiln/export.h"
 #include "kiln/file.h"
 #include "kiln/status.h"
 
@@ -43,13 +44,13 @@ enum class OnnxElementType : int32_t {
   kBfloat16 = 16,
 };
 // "float", "int64", ... (ONNX's names), for messages.
-std::string onnx_element_type_name(int32_t type);
+KILN_EXPORT std::string onnx_element_type_name(int32_t type);
 // The kiln element type of an ONNX one, or an error naming it.
-Result<DType> dtype_of_onnx(int32_t type);
+KILN_EXPORT Result<DType> dtype_of_onnx(int32_t type);
 
 // A graph input or output: name, element type and dimensions (kDynamicDim where the model gives a
 // symbolic or no size).
-struct OnnxValueInfo {
+struct KILN_EXPORT OnnxValueInfo {
   std::string name;
   int32_t element_type = 0;
   std::vector<int64_t> dims;
@@ -62,7 +63,7 @@ struct OnnxValueInfo {
 };
 
 // An initializer whose values reach the code at run time (see the header comment).
-struct OnnxWeight {
+struct KILN_EXPORT OnnxWeight {
   std::string name;
   int32_t element_type = 0;
   std::vector<int64_t> dims;
@@ -72,15 +73,16 @@ struct OnnxWeight {
 // into the code: floating tensors of two or more elements, unless an op reads their values at
 // import time (`read_at_import`: Resize's roi and scales). OnnxModel decides with this rule and
 // hands its decision to the importer, so the key and the code always agree.
-bool onnx_initializer_is_bound(int32_t element_type, int64_t element_count, bool read_at_import);
-bool onnx_input_read_at_import(const std::string& op_type, int input_index);
+KILN_EXPORT bool onnx_initializer_is_bound(int32_t element_type, int64_t element_count,
+                                           bool read_at_import);
+KILN_EXPORT bool onnx_input_read_at_import(const std::string& op_type, int input_index);
 // Whether input `input_index` of `op_type` is read as values to build the program (shapes, axes,
 // pads, bounds, counts). A graph input feeding such a slot is static (OnnxValueInfo::is_static).
-bool onnx_input_is_static_slot(const std::string& op_type, int input_index);
+KILN_EXPORT bool onnx_input_is_static_slot(const std::string& op_type, int input_index);
 
 // A model as the runtime reads it: its interface, its bound weights, and a digest of everything
 // else.
-class OnnxModel {
+class KILN_EXPORT OnnxModel {
  public:
   // `directory` is where external data files are looked up (the model's directory). With
   // `fold_weights`, no initializer is bound: every value is compiled into the code (and so is
@@ -140,24 +142,24 @@ class OnnxModel {
 };
 
 // A serialised ONNX TensorProto (the backend tests' input_N.pb / output_N.pb) as a Buffer.
-Result<Buffer> decode_onnx_tensor(std::string_view bytes, const std::string& name);
-Result<Buffer> read_onnx_tensor_file(const std::string& path);
+KILN_EXPORT Result<Buffer> decode_onnx_tensor(std::string_view bytes, const std::string& name);
+KILN_EXPORT Result<Buffer> read_onnx_tensor_file(const std::string& path);
 // `buffer` as a serialised TensorProto named `name` (raw_data), as `kiln run --output x.pb` writes.
-std::string encode_onnx_tensor(const Buffer& buffer, const std::string& name);
+KILN_EXPORT std::string encode_onnx_tensor(const Buffer& buffer, const std::string& name);
 
 // Every node of `model` whose operator kiln cannot import, one per line ("" when all can), as the
 // importer reports them before any compile (loads the importer).
-Result<std::string> unsupported_onnx_nodes(const OnnxModel& model);
+KILN_EXPORT Result<std::string> unsupported_onnx_nodes(const OnnxModel& model);
 
 // Whether `bytes` look like an ONNX ModelProto rather than MLIR text, bytecode or a .kx: the
 // first field is ir_version (field 1, varint), as every exporter writes it.
 inline bool looks_like_onnx(std::string_view bytes) { return !bytes.empty() && bytes[0] == 0x08; }
 // Whether the file at `path` is an ONNX model: a `.onnx` name, or a first byte as above (reads
 // one byte).
-bool is_onnx_file(const std::string& path);
+KILN_EXPORT bool is_onnx_file(const std::string& path);
 
 // An ONNX model compiled for fixed input shapes, with its weights loaded: ready to run.
-class OnnxProgram {
+class KILN_EXPORT OnnxProgram {
  public:
   // The compiled function: inputs first, then the weights.
   const std::shared_ptr<Executable>& executable() const { return executable_; }
@@ -185,23 +187,23 @@ class OnnxProgram {
 // The MLIR kiln compiles for `model` at `input_shapes` (loads the ONNX importer; errors name every
 // unsupported node). For `kiln inspect` and tests.
 // `input_values` (graph order) supplies the static inputs' values; may be null when there are none.
-Result<std::string> import_onnx_to_mlir(const OnnxModel& model,
-                                        const std::vector<std::vector<int64_t>>& input_shapes,
-                                        const std::vector<Buffer>* input_values = nullptr);
+KILN_EXPORT Result<std::string> import_onnx_to_mlir(
+    const OnnxModel& model, const std::vector<std::vector<int64_t>>& input_shapes,
+    const std::vector<Buffer>* input_values = nullptr);
 
 // The source compile_onnx_or_get_cached compiles: identified (its raw-bytes alias) by the weights
 // mode, the structure digest, the input shapes and the static inputs' values; it produces the MLIR
 // only when a key or a compile needs it. `model` must outlive it. For `kiln cache explain`.
-Result<ModuleSource> onnx_module_source(const OnnxModel& model,
-                                        const std::vector<std::vector<int64_t>>& input_shapes,
-                                        const std::vector<Buffer>* input_values = nullptr);
+KILN_EXPORT Result<ModuleSource> onnx_module_source(
+    const OnnxModel& model, const std::vector<std::vector<int64_t>>& input_shapes,
+    const std::vector<Buffer>* input_values = nullptr);
 
 // compile_or_get_cached for an ONNX model at `input_shapes` (from resolve_input_shapes). A repeat
 // (same structure, shapes and options, any weights) is found without loading the importer,
 // protobuf or MLIR. A model with static inputs needs `input_values` (the run's inputs, graph
 // order): their values are part of the key.
 // `cache` (null: the process default, from the KILN_* flags) is the cache it goes through.
-Result<OnnxProgram> compile_onnx_or_get_cached(
+KILN_EXPORT Result<OnnxProgram> compile_onnx_or_get_cached(
     const Client& client, const OnnxModel& model,
     const std::vector<std::vector<int64_t>>& input_shapes, const CompileOptions& options,
     CompileReport* report = nullptr, const std::vector<Buffer>* input_values = nullptr,

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "kiln/export.h"
 #include "kiln/status.h"
 
 namespace kiln {
@@ -14,14 +15,14 @@ namespace kiln {
 // How hard the compiler works for run-time speed. The numbers match the seed's enum.
 enum class EffortLevel { kUnknown = 0, kO0 = 9, kO1 = 19, kO2 = 29, kO3 = 39 };
 
-const char* effort_level_name(EffortLevel level);
+KILN_EXPORT const char* effort_level_name(EffortLevel level);
 // Accepts "O0".."O3", "UNKNOWN" and the numbers 0, 9, 19, 29, 39.
-Result<EffortLevel> parse_effort_level(const std::string& text);
+KILN_EXPORT Result<EffortLevel> parse_effort_level(const std::string& text);
 // UNKNOWN means "the backend's default", which is O2 on the CPU.
-EffortLevel resolve_effort_level(EffortLevel level);
+KILN_EXPORT EffortLevel resolve_effort_level(EffortLevel level);
 
 // The machine to generate code for; empty fields mean "this host".
-struct CompileTarget {
+struct KILN_EXPORT CompileTarget {
   std::string triple;    // e.g. "aarch64-unknown-linux-gnu"
   std::string cpu;       // LLVM CPU name, e.g. "x86-64-v2", "neoverse-v1"
   std::string features;  // LLVM feature string, e.g. "+avx2,-avx512f"; empty = the CPU's own
@@ -31,7 +32,7 @@ struct CompileTarget {
 // The profile version that means "no profile; do not try to fetch one".
 inline constexpr int64_t kNoProfileDontRetrieve = -1;
 
-struct CompileOptions {
+struct KILN_EXPORT CompileOptions {
   EffortLevel optimization_level = EffortLevel::kUnknown;
   EffortLevel memory_fitting_level = EffortLevel::kO2;
   // Names of pipeline passes to leave out (e.g. "linalg-fuse-elementwise-ops").
@@ -54,7 +55,7 @@ struct CompileOptions {
 
 // A function the embedding application can register to supply a profile version.
 using ProfileVersionHook = std::function<int64_t()>;
-void set_profile_version_hook(ProfileVersionHook hook);
+KILN_EXPORT void set_profile_version_hook(ProfileVersionHook hook);
 
 // The seed's get_compile_options: validates the device assignment (2-D replicas × partitions, or
 // 1-D when num_partitions == 1; a mismatch names both numbers), takes "optimization_level" and
@@ -65,12 +66,12 @@ void set_profile_version_hook(ProfileVersionHook hook);
 // names), picks the profile version as the seed does (a positive KILN_PROFILE_VERSION; else the
 // hook's version unless it is 0; else kNoProfileDontRetrieve) and sets detailed logging when
 // `module_op_count` reaches KILN_COMPILER_DETAILED_LOGGING_MIN_OPS.
-Result<CompileOptions> get_compile_options(
+KILN_EXPORT Result<CompileOptions> get_compile_options(
     int num_replicas, int num_partitions, const std::vector<std::vector<int>>& device_assignment,
     const std::vector<std::pair<std::string, std::string>>& env_option_overrides = {},
     std::string fdo_profile = "", int64_t module_op_count = 0);
 // Flat form: accepted when num_partitions == 1 (one device per replica).
-Result<CompileOptions> get_compile_options(int num_replicas, int num_partitions,
-                                           const std::vector<int>& device_assignment);
+KILN_EXPORT Result<CompileOptions> get_compile_options(int num_replicas, int num_partitions,
+                                                       const std::vector<int>& device_assignment);
 
 }  // namespace kiln

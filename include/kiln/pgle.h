@@ -16,12 +16,13 @@
 #include <string_view>
 #include <vector>
 
+#include "kiln/export.h"
 #include "kiln/status.h"
 
 namespace kiln {
 
 // A kernel of a compiled program, as its executable describes it.
-struct KernelInfo {
+struct KILN_EXPORT KernelInfo {
   // Stable across processes and compiles of the same module and options (profiles match by it).
   uint64_t fingerprint = 0;
   std::string name;                          // e.g. "main/matmul[100x300,300x77->100x77]"
@@ -33,7 +34,7 @@ struct KernelInfo {
 inline constexpr uint32_t kProfileFormatVersion = 1;
 inline constexpr int64_t kNotMeasured = -1;
 
-struct KernelProfile {
+struct KILN_EXPORT KernelProfile {
   uint64_t fingerprint = 0;
   std::string name;
   std::vector<std::string> candidate_names;
@@ -45,7 +46,7 @@ struct KernelProfile {
   int64_t best_ns() const;
 };
 
-struct FdoProfile {
+struct KILN_EXPORT FdoProfile {
   uint32_t percentile = 90;
   uint32_t runs = 0;
   std::vector<KernelProfile> kernels;  // sorted by fingerprint
@@ -53,21 +54,23 @@ struct FdoProfile {
   const KernelProfile* find(uint64_t fingerprint) const;
 };
 
-std::string encode_fdo_profile(const FdoProfile& profile);
+KILN_EXPORT std::string encode_fdo_profile(const FdoProfile& profile);
 // kInvalidArgument for bytes that are not a kiln profile or of another format version;
 // kCorruption for damaged ones.
-Result<FdoProfile> decode_fdo_profile(std::string_view bytes);
+KILN_EXPORT Result<FdoProfile> decode_fdo_profile(std::string_view bytes);
+// The hex digest a CompileReport's profile_digest shows for a build with these profile bytes.
+KILN_EXPORT std::string fdo_profile_digest(std::string_view bytes);
 // "850 ns", "12.3 us", "4.56 ms"; "-" when negative (not measured).
-std::string format_duration_ns(int64_t ns);
+KILN_EXPORT std::string format_duration_ns(int64_t ns);
 // A human-readable table, hottest kernel first.
-std::string format_fdo_profile(const FdoProfile& profile);
+KILN_EXPORT std::string format_fdo_profile(const FdoProfile& profile);
 
 // Linear interpolation between the closest ranks (numpy's default): p in [0, 100].
 // REQUIRES: samples is not empty.
-double percentile_of(std::vector<double> samples, double p);
+KILN_EXPORT double percentile_of(std::vector<double> samples, double p);
 
 // One kernel's measurement in one run.
-struct KernelSample {
+struct KILN_EXPORT KernelSample {
   int candidate = 0;
   int64_t ns = 0;
   bool ran = false;
@@ -75,7 +78,7 @@ struct KernelSample {
 
 // Collects the per-kernel times of an instrumented executable's runs and aggregates them.
 // Thread-safe: replicas of one executable record concurrently.
-class PgleProfiler {
+class KILN_EXPORT PgleProfiler {
  public:
   // `runs` profiling runs to collect after `warmup_runs` unrecorded ones; costs aggregate at
   // `percentile`.

@@ -10,11 +10,12 @@
 #include "kiln/client.h"
 #include "kiln/compile.h"
 #include "kiln/executable.h"
+#include "kiln/export.h"
 #include "kiln/pgle.h"
 
 namespace kiln {
 
-class ProfileGuidedProgram {
+class KILN_EXPORT ProfileGuidedProgram {
  public:
   // Gets the first executable through compile_or_get_cached: the PGLE-optimised one when the cache
   // has it (nothing is profiled then), else the instrumented first pass. With KILN_ENABLE_PGLE off

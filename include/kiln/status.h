@@ -5,6 +5,8 @@
 #include <utility>
 #include <variant>
 
+#include "kiln/export.h"
+
 namespace kiln {
 
 enum class StatusCode {
@@ -20,11 +22,12 @@ enum class StatusCode {
   kResourceExhausted,  // the input asks for more than kiln's limits allow
   kDeadlineExceeded,   // a wait or a request ran out of time (a slow server, a silent leader)
   kUnavailable,        // a server could not be reached or dropped the connection
+  kAlreadyExists,      // what was to be created is there already (another writer was first)
 };
 
-const char* status_code_name(StatusCode code);
+KILN_EXPORT const char* status_code_name(StatusCode code);
 
-class Status {
+class KILN_EXPORT Status {
  public:
   Status() = default;
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
@@ -71,6 +74,9 @@ inline Status deadline_exceeded(std::string message) {
 }
 inline Status unavailable(std::string message) {
   return Status(StatusCode::kUnavailable, std::move(message));
+}
+inline Status already_exists(std::string message) {
+  return Status(StatusCode::kAlreadyExists, std::move(message));
 }
 inline Status internal_error(std::string message) {
   return Status(StatusCode::kInternal, std::move(message));

@@ -20,6 +20,7 @@ __all__ = [
     "Error", "InvalidArgumentError", "NotFoundError", "UnimplementedError", "CompileError",
     "IOError_", "CorruptionError", "InternalError", "PermissionDeniedError",
     "ResourceExhaustedError", "DeadlineExceededError", "UnavailableError",
+    "AlreadyExistsError",
 ]
 
 
@@ -73,10 +74,14 @@ class UnavailableError(Error, ConnectionError):
     code = "Unavailable"
 
 
+class AlreadyExistsError(Error, FileExistsError):
+    code = "AlreadyExists"
+
+
 _ERRORS = {cls.code: cls for cls in (
     InvalidArgumentError, NotFoundError, UnimplementedError, CompileError, IOError_,
     CorruptionError, InternalError, PermissionDeniedError, ResourceExhaustedError,
-    DeadlineExceededError, UnavailableError)}
+    DeadlineExceededError, UnavailableError, AlreadyExistsError)}
 
 
 def _raising_kiln_errors(function):

@@ -156,7 +156,7 @@ Status DirectoryStore::put(const std::string& key, std::string_view value) {
   Status linked = options_.env->link_file(tmp, path);
   (void)options_.env->remove_file(tmp);
   if (!linked.ok()) {
-    if (linked.message().rfind("exists:", 0) == 0) return Status();  // another writer won
+    if (linked.code() == StatusCode::kAlreadyExists) return Status();  // another writer won
     return linked;
   }
   auto stats = read_ledger();

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/digest.h"
 #include "kiln/config.h"
 
 namespace kiln {
@@ -159,6 +160,8 @@ Result<FdoProfile> decode_fdo_profile(std::string_view bytes) {
     return corruption("kiln PGLE profile is truncated or has trailing bytes");
   return p;
 }
+
+std::string fdo_profile_digest(std::string_view bytes) { return sha256_hex(bytes); }
 
 std::string format_fdo_profile(const FdoProfile& profile) {
   std::vector<const KernelProfile*> order;

@@ -76,7 +76,7 @@ class PosixEnv : public Env {
 
   Status link_file(const std::string& from, const std::string& to) override {
     if (::link(from.c_str(), to.c_str()) != 0) {
-      if (errno == EEXIST) return invalid_argument("exists: " + to);
+      if (errno == EEXIST) return already_exists(to + " exists");
       return os_error("cannot link", to, errno);
     }
     return sync_parent_directory(to);

@@ -12,10 +12,8 @@
 #include <random>
 #include <sstream>
 
-#include "backend/cpu/pipeline.h"
 #include "cache_command.h"
 #include "cli_support.h"
-#include "core/digest.h"
 #include "flags_command.h"
 #include "kiln/cache.h"
 #include "kiln/client.h"
@@ -361,15 +359,10 @@ int main(int argc, char** argv) {
   if (pipeline_cmd->parsed()) {
     auto level = kiln::parse_effort_level(pipeline_effort);
     if (!level.ok()) return fail(level.status());
-    kiln::cpu::Pipeline p =
-        kiln::cpu::build_pipeline(kiln::resolve_effort_level(*level), pipeline_disabled);
     // Each pass list is an mlir-opt --pass-pipeline; transform steps print by name between them.
-    std::printf("%s\n", kiln::cpu::pipeline_text(p.tensor_passes).c_str());
-    if (p.vectorize_convolutions) std::printf("%s\n", kiln::cpu::kVectorizeConvolutionsStep);
-    std::printf("%s\n", kiln::cpu::pipeline_text(p.bufferize_passes).c_str());
-    if (p.tile_and_vectorize) std::printf("%s\n", kiln::cpu::kTileAndVectorizeStep);
-    std::printf("%s\nllvm -O%d\n", kiln::cpu::pipeline_text(p.lowering_passes).c_str(),
-                p.llvm_opt_level);
+    auto text = kiln::describe_pipeline(*level, pipeline_disabled);
+    if (!text.ok()) return fail(text.status());
+    std::fputs(text->c_str(), stdout);
     return 0;
   }
   if (devices_cmd->parsed()) {

@@ -11,7 +11,6 @@
 #include <sstream>
 
 #include "cli_support.h"
-#include "core/digest.h"
 #include "kiln/cache.h"
 #include "kiln/client.h"
 #include "kiln/compile.h"
@@ -190,7 +189,7 @@ int run_pgle(kiln::ProfileGuidedProgram& program, const kiln::EntryPoint& ep,
           "pgle: profile measured here %s, compiled with %s\n",
           program.profiler()->runs_recorded(), re.cache.c_str(), re.key.c_str(),
           program.recompile_ms(), re.compile_ms,
-          kiln::sha256_hex(program.fdo_profile()).substr(0, 16).c_str(),
+          kiln::fdo_profile_digest(program.fdo_profile()).substr(0, 16).c_str(),
           re.profile_digest.substr(0, 16).c_str());
       if (!program.executable()->info().kernels.empty()) {
         final_costs = std::make_shared<kiln::PgleProfiler>(1 << 30, percentile);

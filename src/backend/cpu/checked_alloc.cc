@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "core/tensor_memory.h"
+#include "kiln/export.h"
 
 namespace kiln::cpu {
 namespace {
@@ -46,18 +47,19 @@ bool call_checking_allocations(PackedEntry entry, void** args, std::string& erro
 
 }  // namespace kiln::cpu
 
-// The generic allocation functions MLIR's memref lowering calls. Buffers returned to the caller
+// The generic allocation functions MLIR's memref lowering calls (exported: generated code
+// resolves them in libkiln). Buffers returned to the caller
 // are released the same way, with release_tensor_memory.
-extern "C" void* _mlir_memref_to_llvm_alloc(size_t size) {
+extern "C" KILN_EXPORT void* _mlir_memref_to_llvm_alloc(size_t size) {
   void* p = kiln::allocate_tensor_memory(size, alignof(std::max_align_t));
   if (p == nullptr) kiln::cpu::allocation_failed(size);
   return p;
 }
 
-extern "C" void* _mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size) {
+extern "C" KILN_EXPORT void* _mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size) {
   void* p = kiln::allocate_tensor_memory(size, alignment);
   if (p == nullptr) kiln::cpu::allocation_failed(size);
   return p;
 }
 
-extern "C" void _mlir_memref_to_llvm_free(void* p) { kiln::release_tensor_memory(p); }
+extern "C" KILN_EXPORT void _mlir_memref_to_llvm_free(void* p) { kiln::release_tensor_memory(p); }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kiln/compile.h"
+
 namespace kiln::cpu {
 
 Pipeline build_pipeline(EffortLevel level, const std::vector<std::string>& disabled,
@@ -115,3 +117,18 @@ std::string pipeline_text(const std::vector<PipelineStep>& steps) {
 }
 
 }  // namespace kiln::cpu
+
+namespace kiln {
+
+Result<std::string> describe_pipeline(EffortLevel level,
+                                      const std::vector<std::string>& disabled_passes) {
+  cpu::Pipeline p = cpu::build_pipeline(resolve_effort_level(level), disabled_passes);
+  std::string text = cpu::pipeline_text(p.tensor_passes) + "\n";
+  if (p.vectorize_convolutions) text += std::string(cpu::kVectorizeConvolutionsStep) + "\n";
+  text += cpu::pipeline_text(p.bufferize_passes) + "\n";
+  if (p.tile_and_vectorize) text += std::string(cpu::kTileAndVectorizeStep) + "\n";
+  text += cpu::pipeline_text(p.lowering_passes) + "\n";
+  return text + "llvm -O" + std::to_string(p.llvm_opt_level) + "\n";
+}
+
+}  // namespace kiln

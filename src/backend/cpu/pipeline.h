@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/export.h"
 #include "kiln/options.h"
 
 namespace kiln::cpu {
@@ -36,10 +37,11 @@ struct Pipeline {
 
 // REQUIRES: level resolved (not kUnknown). Passes named in `disabled` are left out.
 // `program_frees_buffers`: the module deallocates memory itself, so kiln adds no deallocation.
-Pipeline build_pipeline(EffortLevel level, const std::vector<std::string>& disabled,
-                        bool program_frees_buffers = false);
+// Exported for libkiln_compiler, which builds the same pipeline.
+KILN_EXPORT Pipeline build_pipeline(EffortLevel level, const std::vector<std::string>& disabled,
+                                    bool program_frees_buffers = false);
 
 // "builtin.module(a, func.func(b), ...)".
-std::string pipeline_text(const std::vector<PipelineStep>& steps);
+KILN_EXPORT std::string pipeline_text(const std::vector<PipelineStep>& steps);
 
 }  // namespace kiln::cpu
