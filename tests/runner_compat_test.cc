@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "kiln/file.h"
@@ -150,6 +151,48 @@ TEST(RunnerFlagsTest, LongOptionsAfterOneDashAsLlvmToolsTakeThem) {
                    "--no-cache"});
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.out, "42\n");
+}
+
+// mlir-runner hands -enable-matrix, -matrix-allow-contract and -matrix-default-layout to LLVM's
+// matrix lowering; kiln takes the same spelling. The layout changes what the program computes, so
+// it is part of the key: one cache serves both layouts, each with its own code.
+TEST(RunnerFlagsTest, MatrixLayoutFlagsAsMlirRunnerTakesThemEachWithItsOwnCacheEntry) {
+  std::string program = program_path("runner/matrix_intrinsics.mlir");
+  TempDir dir;
+  std::string lowered = dir.file("lowered.mlir");
+  ProcessResult opt = run_process({MLIR_OPT, program, "-test-lower-to-llvm", "-o", lowered});
+  ASSERT_EQ(opt.exit_code, 0) << opt.err;
+  std::string libs = std::string("-shared-libs=") + MLIR_RUNTIME_DIR + "/libmlir_c_runner_utils.so";
+  std::vector<std::string> env = {"KILN_CACHE_DIR=" + dir.file("cache")};
+  std::set<std::string> outputs;
+  for (const char* layout : {"row-major", "column-major"}) {
+    std::vector<std::string> flags = {"-e",
+                                      "main",
+                                      "-entry-point-result=void",
+                                      "-O0",
+                                      "-enable-matrix",
+                                      "-matrix-allow-contract",
+                                      std::string("-matrix-default-layout=") + layout,
+                                      libs};
+    std::vector<std::string> reference = {MLIR_RUNNER, lowered};
+    reference.insert(reference.end(), flags.begin(), flags.end());
+    ProcessResult want = run_process(reference);
+    ASSERT_EQ(want.exit_code, 0) << want.err;
+    ASSERT_FALSE(want.out.empty());
+    for (int run = 0; run < 2; ++run) {  // compiled, then from the cache
+      std::vector<std::string> command = {kiln_binary(), "run", program};
+      command.insert(command.end(), flags.begin(), flags.end());
+      ProcessResult kiln = run_process(command, env);
+      ASSERT_EQ(kiln.exit_code, 0) << kiln.err;
+      EXPECT_EQ(kiln.out, want.out) << layout << ", run " << run;
+    }
+    outputs.insert(want.out);
+  }
+  EXPECT_EQ(outputs.size(), 2u) << "the layouts should compute different things";
+  ProcessResult bad = run_process({kiln_binary(), "run", program, "--no-cache",
+                                   "-matrix-default-layout=diagonal"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_THAT(bad.err, HasSubstr("KILN_MATRIX_DEFAULT_LAYOUT"));
 }
 
 TEST(RunnerFlagsTest, SharedLibsResolveTheFunctionsAProgramCalls) {

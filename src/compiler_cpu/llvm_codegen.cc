@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "backend/cpu/generated_code_contract.h"
+#include "kiln/config.h"
 #include "kiln/file.h"
 #include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/CodeGen/ReplaceWithVeclib.h"
@@ -23,6 +24,7 @@
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
@@ -238,6 +240,23 @@ Result<std::unique_ptr<llvm::TargetMachine>> create_target_machine(int opt_level
   return machine;
 }
 
+namespace {
+
+// LLVM's matrix lowering reads its layout and contraction choices from command-line options only:
+// set them from kiln's flags (part of the key) before every such compile, as mlir-runner would
+// from its own command line. Compiles run one at a time.
+void set_matrix_options() {
+  auto& options = llvm::cl::getRegisteredOptions();
+  auto set = [&](const char* name, const std::string& value) {
+    auto it = options.find(name);
+    if (it != options.end()) (void)it->second->addOccurrence(0, name, value);
+  };
+  set("matrix-default-layout", *config::get_string("KILN_MATRIX_DEFAULT_LAYOUT"));
+  set("matrix-allow-contract", config::get_bool("KILN_MATRIX_ALLOW_CONTRACT") ? "true" : "false");
+}
+
+}  // namespace
+
 void optimize(llvm::Module& module, llvm::TargetMachine& machine, int opt_level) {
   // Parallel loops are coroutines: even at O0 LLVM's coroutine passes must split them.
   bool has_coroutines = module.getFunction("llvm.coro.id") != nullptr;
@@ -267,6 +286,7 @@ void optimize(llvm::Module& module, llvm::TargetMachine& machine, int opt_level)
                                   : opt_level == 2 ? llvm::OptimizationLevel::O2
                                                    : llvm::OptimizationLevel::O3;
   if (has_matrix_intrinsics) {
+    set_matrix_options();
     llvm::ModulePassManager matrix;
     matrix.addPass(llvm::createModuleToFunctionPassAdaptor(
         llvm::LowerMatrixIntrinsicsPass(/*Minimal=*/opt_level == 0)));

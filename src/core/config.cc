@@ -52,6 +52,14 @@ const std::vector<FlagInfo>& flag_table() {
        "with KILN_VERIFY_RUNTIME: a failed check prints its message and the program goes on (as "
        "mlir-opt -test-cf-assert), so one run shows every failure",
        true},
+      {"KILN_MATRIX_DEFAULT_LAYOUT", "column-major",
+       "the layout LLVM's matrix intrinsics (llvm.intr.matrix.*) assume (mlir-runner "
+       "-matrix-default-layout)",
+       true},
+      {"KILN_MATRIX_ALLOW_CONTRACT", "false",
+       "let matrix intrinsics' multiplies and adds fuse into fused multiply-adds (mlir-runner "
+       "-matrix-allow-contract)",
+       true},
       {"KILN_COMPILER_DETAILED_LOGGING_MIN_OPS", "10",
        "modules with at least this many operations get detailed compile logs", false},
       {"KILN_LOG_LEVEL", "warning", "debug, info, warning or error", false},
@@ -126,6 +134,7 @@ ValueRule rule_for(const FlagInfo& flag) {
       {"KILN_MEMORY_FITTING_LEVEL", {ValueRule::kEffortLevel, 0, 0, {}}},
       {"KILN_COMPILER_DETAILED_LOGGING_MIN_OPS", {ValueRule::kInt, 0, kBig, {}}},
       {"KILN_LOG_LEVEL", {ValueRule::kChoice, 0, 0, {"debug", "info", "warning", "error"}}},
+      {"KILN_MATRIX_DEFAULT_LAYOUT", {ValueRule::kChoice, 0, 0, {"column-major", "row-major"}}},
       {"KILN_COMPILER_ENABLE_REMAT_PASS", {ValueRule::kChoice, 0, 0, {"", "true", "false"}}},
       {"KILN_PROFILE_VERSION", {ValueRule::kInt, -1, kBig, {}}},
       {"KILN_REMOTE_CACHE_TIMEOUT_MS", {ValueRule::kInt, 1, 3600000, {}}},

@@ -259,6 +259,14 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--verify-runtime-continue", run.verify_runtime_continue,
                     "the same checks, but a failed one prints its message and the program goes "
                     "on, so one run shows every failure (KILN_VERIFY_RUNTIME_CONTINUE)");
+  // mlir-runner passes these to LLVM's matrix lowering; kiln lowers matrix intrinsics always.
+  run_cmd->add_flag("--enable-matrix", run.enable_matrix,
+                    "accepted for mlir-runner's spelling (kiln always lowers matrix intrinsics)");
+  run_cmd->add_flag("--matrix-allow-contract", run.matrix_allow_contract,
+                    "matrix intrinsics may fuse multiplies and adds (KILN_MATRIX_ALLOW_CONTRACT)");
+  run_cmd->add_option("--matrix-default-layout", run.matrix_default_layout,
+                      "column-major or row-major: the layout matrix intrinsics assume "
+                      "(KILN_MATRIX_DEFAULT_LAYOUT)");
   run_cmd->add_option("--repeat", run.repeat, "run the entry this many times");
   run_cmd->add_flag("--pgle", run.pgle,
                     "profile-guided: profile the first runs, recompile once with the profile");

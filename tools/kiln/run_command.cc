@@ -455,6 +455,11 @@ int run_command(const RunArgs& args) {
   if (args.verify_runtime || args.verify_runtime_continue)
     (void)kiln::config::set("KILN_VERIFY_RUNTIME", "true");
   if (args.verify_runtime_continue) (void)kiln::config::set("KILN_VERIFY_RUNTIME_CONTINUE", "true");
+  if (args.matrix_allow_contract) (void)kiln::config::set("KILN_MATRIX_ALLOW_CONTRACT", "true");
+  if (!args.matrix_default_layout.empty()) {
+    kiln::Status s = kiln::config::set("KILN_MATRIX_DEFAULT_LAYOUT", args.matrix_default_layout);
+    if (!s.ok()) return fail(s);
+  }
   if (kiln::is_onnx_file(args.file)) {
     if (args.pgle || options->num_replicas > 1 || !args.entry.empty())
       return fail(kiln::invalid_argument(

@@ -18,6 +18,9 @@ struct RunArgs {
   std::string shared_libs;
   bool verify_runtime = false;
   bool verify_runtime_continue = false;
+  bool enable_matrix = false;  // accepted: kiln always lowers matrix intrinsics
+  bool matrix_allow_contract = false;
+  std::string matrix_default_layout;
   std::vector<std::string> disabled_passes;
   int repeat = 1;
   bool json = false;

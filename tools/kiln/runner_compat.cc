@@ -10,7 +10,8 @@ namespace kiln::cli {
 
 std::vector<std::string> with_runner_spelling(int argc, char** argv) {
   // mlir-runner's long options, which LLVM's option parser also takes after one dash.
-  static const char* const kLongOptions[] = {"entry-point-result", "shared-libs"};
+  static const char* const kLongOptions[] = {"entry-point-result", "shared-libs", "enable-matrix",
+                                             "matrix-allow-contract", "matrix-default-layout"};
   std::vector<std::string> out;
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
