@@ -2,6 +2,7 @@
 // the sentinel key, expect-PGLE warnings, profile sharing across a Redis job, and the command line.
 #include "kiln/pgle.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -307,6 +308,48 @@ TEST_F(PgleFlowTest, FirstPassPgleAndPlainBuildsHaveThreeDifferentKeys) {
   EXPECT_NE(first_pass.key, optimised.key);
   EXPECT_NE(first_pass.key, plain.key);
   EXPECT_NE(optimised.key, plain.key);
+}
+
+// Which PGLE build a compile is travels as a typed field of the options, not as an option
+// override or a stand-in profile: the optimised build's key stands for "some PGLE profile" (two
+// profiles, one entry), a plain build's for the profile's bytes, and the instrumented first pass
+// is its own entry. The old override spelling is an unknown option like any other.
+TEST_F(PgleFlowTest, TheBuildKindIsATypedOptionAndOnlyTheOptimisedKeyIgnoresTheProfileBytes) {
+  PgleProfiler a(1, 90), b(1, 90);
+  a.record(two_kernels(), {{0, 100, true}, {0, 10, true}});
+  b.record(two_kernels(), {{0, 300, true}, {0, 10, true}});
+  ASSERT_NE(a.fdo_profile(), b.fdo_profile());
+  auto key_of = [&](PgleBuild build, const std::string& profile) {
+    CompileOptions options;
+    options.pgle_build = build;
+    options.fdo_profile = profile;
+    auto key = compute_cache_key(testing::shared_client(), source_, options);
+    EXPECT_TRUE(key.ok()) << key.status().to_string();
+    return key.ok() ? key->key : std::string();
+  };
+  EXPECT_EQ(key_of(PgleBuild::kOptimized, a.fdo_profile()),
+            key_of(PgleBuild::kOptimized, b.fdo_profile()));
+  EXPECT_NE(key_of(PgleBuild::kPlain, a.fdo_profile()), key_of(PgleBuild::kPlain, b.fdo_profile()));
+  EXPECT_NE(key_of(PgleBuild::kInstrumented, ""), key_of(PgleBuild::kPlain, ""));
+  EXPECT_NE(key_of(PgleBuild::kOptimized, a.fdo_profile()), key_of(PgleBuild::kPlain, ""));
+
+  ASSERT_TRUE(config::set("KILN_ENABLE_PGLE", "false").ok());
+  CompileOptions no_profile;
+  no_profile.pgle_build = PgleBuild::kOptimized;
+  auto refused = compile_or_get_cached(testing::shared_client(), source_, no_profile);
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), ::testing::HasSubstr("no fdo_profile"));
+  CompileOptions old_spelling;
+  old_spelling.env_option_overrides = {{"pgle_instrument", "true"}};
+  auto unknown = compile_or_get_cached(testing::shared_client(), source_, old_spelling);
+  EXPECT_THAT(unknown.status().message(),
+              ::testing::HasSubstr("No such compile option: 'pgle_instrument'"));
+
+  CompileOptions instrumented;
+  instrumented.pgle_build = PgleBuild::kInstrumented;
+  auto first_pass = compile_or_get_cached(testing::shared_client(), source_, instrumented);
+  ASSERT_TRUE(first_pass.ok()) << first_pass.status().to_string();
+  EXPECT_FALSE((*first_pass)->info().kernels.empty());  // timers and candidates are in it
 }
 
 TEST_F(PgleFlowTest, ACorruptOrForeignProfileIsRefusedAndThePlainBuildIsUsed) {

@@ -38,11 +38,6 @@ struct KILN_EXPORT CompileReport {
   std::string profile_digest;
 };
 
-// The FDO profile that stands for "some PGLE profile" in the key of PGLE-optimised entries.
-inline constexpr const char* kPgleProfiledSentinel = "pgle profiled";
-// The option override that makes a build the instrumented first pass of PGLE.
-inline constexpr const char* kPgleInstrumentOverride = "pgle_instrument";
-
 // The options actually compiled with: UNKNOWN levels resolved from KILN_OPTIMIZATION_LEVEL /
 // KILN_MEMORY_FITTING_LEVEL, KILN_DISABLE_MOST_OPTIMIZATIONS applied, disabled passes trimmed,
 // de-duplicated and sorted.

@@ -29,6 +29,15 @@ struct KILN_EXPORT CompileTarget {
   bool is_host() const { return triple.empty() && cpu.empty() && features.empty(); }
 };
 
+// Which build of a program profile-guided recompilation (PGLE) asks for. kiln's PGLE flow sets it;
+// an application leaves kPlain.
+enum class PgleBuild {
+  kPlain,
+  kInstrumented,  // the first pass: per-kernel timers, every tile candidate in rotation
+  kOptimized,     // built with `fdo_profile`; keyed as "some PGLE profile", not by its bytes
+};
+KILN_EXPORT const char* pgle_build_name(PgleBuild build);
+
 // The profile version that means "no profile; do not try to fetch one".
 inline constexpr int64_t kNoProfileDontRetrieve = -1;
 
@@ -45,6 +54,7 @@ struct KILN_EXPORT CompileOptions {
   std::vector<std::pair<std::string, std::string>> env_option_overrides;
   // Feedback-directed optimisation profile bytes (PGLE); empty = none.
   std::string fdo_profile;
+  PgleBuild pgle_build = PgleBuild::kPlain;
   // 0 = none; kNoProfileDontRetrieve = -1; positive = a profile version to fetch.
   int64_t profile_version = 0;
   // Per-stage compile logs for big modules. Does not change the code, so not part of the key.

@@ -32,6 +32,14 @@ bool excluded_override(const std::string& name) {
   return false;
 }
 
+// A PGLE-optimised entry is found by later runs before they have a profile: its key stands for
+// "some PGLE profile", not for the bytes (which differ from run to run). Any other profile is
+// keyed by its digest.
+std::string profile_in_key(const CompileOptions& o) {
+  if (o.pgle_build == PgleBuild::kOptimized) return "pgle";
+  return o.fdo_profile.empty() ? "none" : sha256_hex(o.fdo_profile);
+}
+
 std::string options_description(const CompileOptions& o) {
   std::string disabled;
   for (const std::string& p : o.disabled_passes) disabled += (disabled.empty() ? "" : ",") + p;
@@ -56,7 +64,7 @@ std::string options_description(const CompileOptions& o) {
          (o.target.is_host()
               ? ""
               : ";target=" + o.target.triple + "|" + o.target.cpu + "|" + o.target.features) +
-         ";fdo_profile=" + (o.fdo_profile.empty() ? "none" : sha256_hex(o.fdo_profile));
+         ";pgle_build=" + pgle_build_name(o.pgle_build) + ";fdo_profile=" + profile_in_key(o);
 }
 
 KeyComponent component(std::string name, std::string description) {

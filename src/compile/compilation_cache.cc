@@ -63,12 +63,16 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // As XLA does: a name the compiler does not know would change the key and nothing else.
-Status check_option_overrides(const CompileOptions& options) {
-  for (const auto& [name, value] : options.env_option_overrides)
-    if (name != kPgleInstrumentOverride)
-      return invalid_argument("No such compile option: '" + name +
-                              "' (set effort levels and disabled passes on CompileOptions, or "
-                              "through get_compile_options)");
+// An optimised PGLE build without a profile would store a plain build under the PGLE key.
+Status check_options(const CompileOptions& options) {
+  if (!options.env_option_overrides.empty())
+    return invalid_argument("No such compile option: '" + options.env_option_overrides[0].first +
+                            "' (set effort levels and disabled passes on CompileOptions, or "
+                            "through get_compile_options)");
+  if (options.pgle_build == PgleBuild::kOptimized && options.fdo_profile.empty())
+    return invalid_argument(
+        "pgle_build is 'optimized' but no fdo_profile is given: an optimised PGLE build is "
+        "compiled with the profile PGLE measured (leave pgle_build plain to compile without one)");
   return Status();
 }
 
@@ -110,18 +114,18 @@ Result<KeyChoice> choose_key(CompilationCache& cache, CompilationCache::State& s
   // The first pass of PGLE is instrumented, so its options (and key) differ from the plain
   // build's; like the seed, expect-PGLE runs use them too so they find what PGLE runs stored.
   CompileOptions first_pass = options;
-  if (pgle_rules) first_pass.env_option_overrides.emplace_back(kPgleInstrumentOverride, "true");
+  if (pgle_rules) first_pass.pgle_build = PgleBuild::kInstrumented;
   KeyChoice choice;
   choice.options = options;
   if (!pgle_rules) {
     choice.key = cache.compute_key(client, source, options);
     return choice;
   }
-  // The PGLE-optimised entry lives under the key whose profile is the fixed sentinel, so it does
-  // not depend on the profile's bytes.
-  CompileOptions sentinel = options;
-  sentinel.fdo_profile = kPgleProfiledSentinel;
-  auto pgle_key = cache.compute_key(client, source, sentinel);
+  // The PGLE-optimised entry's key does not depend on the profile's bytes (there are none yet on
+  // the runs that look it up).
+  CompileOptions optimized = options;
+  optimized.pgle_build = PgleBuild::kOptimized;
+  auto pgle_key = cache.compute_key(client, source, optimized);
   auto plain_key = cache.compute_key(client, source, first_pass);
   choice.key = plain_key;
   if (!pgle_key.ok() || !plain_key.ok()) {
@@ -168,6 +172,7 @@ Result<KeyChoice> choose_key(CompilationCache& cache, CompilationCache::State& s
   }
   report.pgle = "optimised";
   report.profile_digest = sha256_hex(choice.options.fdo_profile);
+  choice.options.pgle_build = PgleBuild::kOptimized;
   choice.key = pgle_key;
   return choice;
 }
@@ -181,11 +186,13 @@ Status prepare_uncached_pgle(CompilationCache::State& s, const Client& client,
   if (!(auto_pgle || s.options.expect_pgle) || !report.pgle.empty()) return Status();
   if (!auto_pgle || options.fdo_profile.empty()) {
     report.pgle = "first pass";
-    options.env_option_overrides.emplace_back(kPgleInstrumentOverride, "true");
+    options.pgle_build = PgleBuild::kInstrumented;
     return Status();
   }
   report.pgle = "optimised";
+  options.pgle_build = PgleBuild::kOptimized;
   CompileOptions no_profile = options;
+  no_profile.pgle_build = PgleBuild::kPlain;
   no_profile.fdo_profile.clear();
   auto empty_key = cache_parts::compute_key(client, source, no_profile, s.key_policy(), nullptr);
   if (empty_key.ok()) {
@@ -420,15 +427,16 @@ Result<std::shared_ptr<Executable>> CompilationCache::compile_or_get_cached(
   CompileReport local_report;
   CompileReport& report = report_out ? *report_out : local_report;
   report = CompileReport();
-  KILN_RETURN_IF_ERROR(check_option_overrides(raw_options));
+  KILN_RETURN_IF_ERROR(check_options(raw_options));
   CompileOptions options = resolve_compile_options(raw_options);
   // A profile that cannot be used is refused here, loudly, and the plain build is made: it must
   // never be stored under the PGLE key.
-  if (!options.fdo_profile.empty() && options.fdo_profile != kPgleProfiledSentinel) {
+  if (!options.fdo_profile.empty()) {
     if (auto profile = decode_fdo_profile(options.fdo_profile); !profile.ok()) {
       log::warning("the FDO profile given for " + source.name + " cannot be used: " +
                    profile.status().message() + "; compiling the plain build without it");
       options.fdo_profile.clear();
+      options.pgle_build = PgleBuild::kPlain;
       report.pgle = "profile rejected";
     }
   }
@@ -505,7 +513,7 @@ Result<std::string> CompilationCache::compile_or_get_cached_serialized(
   CompileReport local_report;
   CompileReport& report = report_out ? *report_out : local_report;
   report = CompileReport();
-  KILN_RETURN_IF_ERROR(check_option_overrides(raw_options));
+  KILN_RETURN_IF_ERROR(check_options(raw_options));
   CompileOptions options = resolve_compile_options(raw_options);
   auto compile = [&]() -> Result<std::string> {
     int64_t start = s.env()->now_micros();

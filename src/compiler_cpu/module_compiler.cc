@@ -271,8 +271,7 @@ constexpr int kColdOptLevel = 1;
 // made instead.
 PglePlan pgle_plan(const CompileOptions& options, const std::string& module_name) {
   PglePlan plan;
-  for (const auto& [name, value] : options.env_option_overrides)
-    if (name == kPgleInstrumentOverride) plan.instrument = value == "true" || value == "1";
+  plan.instrument = options.pgle_build == PgleBuild::kInstrumented;
   if (!options.fdo_profile.empty()) {
     Result<FdoProfile> profile = decode_fdo_profile(options.fdo_profile);
     if (!profile.ok()) {

@@ -24,6 +24,18 @@ const char* effort_level_name(EffortLevel level) {
   return "UNKNOWN";
 }
 
+const char* pgle_build_name(PgleBuild build) {
+  switch (build) {
+    case PgleBuild::kPlain:
+      return "plain";
+    case PgleBuild::kInstrumented:
+      return "instrumented";
+    case PgleBuild::kOptimized:
+      return "optimized";
+  }
+  return "plain";
+}
+
 Result<EffortLevel> parse_effort_level(const std::string& text) {
   struct Name {
     const char* name;
