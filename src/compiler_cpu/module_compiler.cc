@@ -625,16 +625,7 @@ class MlirModuleCompiler : public ModuleCompiler {
     EffortLevel level = resolve_effort_level(options.optimization_level);
     CompiledModule result;
     result.info.effort_level = effort_level_name(level);
-    // The host, or the machine an ahead-of-time build is for.
-    const CompileTarget& target = options.target;
-    std::string triple = target.triple.empty() ? triple_ : target.triple;
-    std::string cpu =
-        target.cpu.empty() ? (target.triple.empty() ? host_cpu_ : "generic") : target.cpu;
-    std::string features =
-        !target.features.empty() ? target.features : (target.is_host() ? host_features_ : "");
-    result.info.target_triple = triple;
-    result.info.target_cpu = cpu;
-    result.info.target_features = features;
+    resolve_target(options.target, result.info);
 
     mlir::MLIRContext context(registry_);
     // Diagnostics of later stages (passes, translation) also print as file:line:col.
@@ -652,15 +643,56 @@ class MlirModuleCompiler : public ModuleCompiler {
     KILN_RETURN_IF_ERROR(apply_embedded_schedule(*module, diagnostics));
     KILN_RETURN_IF_ERROR(collect_entry_points(*module, result.entry_points));
     KILN_RETURN_IF_ERROR(collect_host_callbacks(*module, result.callbacks));
-    // Detailed logs only for modules big enough to be interesting; the walk stops at the bound.
+    bool detailed = options.detailed_logging || reaches_detailed_logging_size(*module);
+
+    start = Clock::now();
+    IrDumper dump(result.info.module_name);
+    std::vector<int64_t> cold_kernels;
+    KILN_ASSIGN_OR_RETURN(
+        Pipeline pipeline,
+        lower_to_llvm_dialect(module, options, level, result, dump, diagnostics, cold_kernels));
+    result.info.timings.passes_ms = elapsed_ms(start);
+
+    start = Clock::now();
+    llvm::LLVMContext llvm_context;
+    // LLVM's default for an error diagnostic (bad inline assembly, say) is to exit the process.
+    std::string llvm_errors;
+    llvm_context.setDiagnosticHandlerCallBack(collect_llvm_errors, &llvm_errors);
+    KILN_ASSIGN_OR_RETURN(LlvmModules llvm,
+                          translate_and_optimize(*module, llvm_context, pipeline, cold_kernels,
+                                                 result, dump, diagnostics));
+    result.info.timings.llvm_ms = elapsed_ms(start);
+
+    start = Clock::now();
+    KILN_RETURN_IF_ERROR(emit_and_link(llvm, source.name, llvm_errors, result));
+    result.info.timings.codegen_ms = elapsed_ms(start);
+    if (detailed) log_compile_stages(result, pipeline.llvm_opt_level);
+    return result;
+  }
+
+  // The machine a build is for: the host, or the one an ahead-of-time build names.
+  void resolve_target(const CompileTarget& target, ExecutableInfo& info) const {
+    info.target_triple = target.triple.empty() ? triple_ : target.triple;
+    info.target_cpu =
+        target.cpu.empty() ? (target.triple.empty() ? host_cpu_ : "generic") : target.cpu;
+    info.target_features =
+        !target.features.empty() ? target.features : (target.is_host() ? host_features_ : "");
+  }
+
+  // Detailed logs only for modules big enough to be interesting; the walk stops at the bound.
+  static bool reaches_detailed_logging_size(mlir::ModuleOp module) {
     int64_t min_ops = config::get_int("KILN_COMPILER_DETAILED_LOGGING_MIN_OPS");
     int64_t ops = 0;
     module->walk([&](mlir::Operation*) {
       return ++ops >= min_ops ? mlir::WalkResult::interrupt() : mlir::WalkResult::advance();
     });
-    bool detailed = options.detailed_logging || ops >= min_ops;
+    return ops >= min_ops;
+  }
 
-    start = Clock::now();
+  // The pipeline for this module and these options: kiln's step that reports failed run-time
+  // checks goes in front of the control-flow lowering when they must not stop the program.
+  static Pipeline pipeline_for(mlir::ModuleOp module, const CompileOptions& options,
+                               EffortLevel level) {
     bool frees_buffers = false;
     module->walk([&](mlir::Operation* op) {
       if (op->getName().getStringRef() == "memref.dealloc") frees_buffers = true;
@@ -673,8 +705,18 @@ class MlirModuleCompiler : public ModuleCompiler {
                        [](const PipelineStep& s) { return s.pass == "convert-cf-to-llvm"; });
       pipeline.lowering_passes.insert(cf_to_llvm, {kReportFailedChecksStep, "", false});
     }
+    return pipeline;
+  }
+
+  // MLIR: from the module as written to the LLVM dialect. PGLE's instrumentation goes in after
+  // the tensor passes; `cold_kernels` are the kernels its profile found cold.
+  Result<Pipeline> lower_to_llvm_dialect(mlir::OwningOpRef<mlir::ModuleOp>& module,
+                                         const CompileOptions& options, EffortLevel level,
+                                         CompiledModule& result, IrDumper& dump,
+                                         std::string& diagnostics,
+                                         std::vector<int64_t>& cold_kernels) {
+    Pipeline pipeline = pipeline_for(*module, options, level);
     PglePlan pgle = pgle_plan(options, result.info.module_name);
-    IrDumper dump(result.info.module_name);
     dump.mlir("0-input", *module);
     // Checks go in first, while every op they verify is still there (as mlir-opt
     // -generate-runtime-verification in front of a lowering pipeline).
@@ -689,7 +731,6 @@ class MlirModuleCompiler : public ModuleCompiler {
           {{"convert-arith-to-apfloat", "", false}, {"convert-math-to-apfloat", "", false}},
           diagnostics));
     KILN_RETURN_IF_ERROR(run_passes(*module, pipeline.tensor_passes, diagnostics));
-    std::vector<int64_t> cold_kernels;
     if (pgle.active()) result.info.kernels = instrument_kernels(*module, pgle, &cold_kernels);
     if (has_pack_or_unpack(*module)) apply_optional_transform(module, kLowerPackUnpackScript);
     if (pipeline.vectorize_convolutions)
@@ -710,27 +751,34 @@ class MlirModuleCompiler : public ModuleCompiler {
     KILN_RETURN_IF_ERROR(run_passes(*module, pipeline.lowering_passes, diagnostics));
     dump.mlir("3-llvm-dialect", *module);
     KILN_RETURN_IF_ERROR(check_fully_lowered(*module));
-    result.info.timings.passes_ms = elapsed_ms(start);
+    return pipeline;
+  }
 
-    start = Clock::now();
-    llvm::LLVMContext llvm_context;
-    // LLVM's default for an error diagnostic (bad inline assembly, say) is to exit the process.
-    std::string llvm_errors;
-    llvm_context.setDiagnosticHandlerCallBack(collect_llvm_errors, &llvm_errors);
-    std::unique_ptr<llvm::Module> llvm_module =
-        mlir::translateModuleToLLVMIR(*module, llvm_context);
-    if (!llvm_module) {
-      return compile_error("translation to LLVM IR failed:\n" + diagnostics);
-    }
-    KILN_RETURN_IF_ERROR(add_host_callback_thunks(*llvm_module, result.callbacks));
-    add_profile_thunks(*llvm_module);
-    KILN_RETURN_IF_ERROR(add_packed_entries(*llvm_module, result.entry_points));
+  // The LLVM modules of one compile, each with the machine that optimises and emits it: the
+  // program, and (with a PGLE profile) its cold kernels at low effort.
+  struct LlvmModules {
+    std::unique_ptr<llvm::Module> main, cold;
+    std::unique_ptr<llvm::TargetMachine> machine, cold_machine;
+  };
+
+  // LLVM: translation, kiln's entry and callback thunks, the cold kernels split off, and LLVM's
+  // optimisation pipelines.
+  Result<LlvmModules> translate_and_optimize(mlir::ModuleOp module, llvm::LLVMContext& context,
+                                             Pipeline& pipeline,
+                                             const std::vector<int64_t>& cold_kernels,
+                                             CompiledModule& result, IrDumper& dump,
+                                             const std::string& diagnostics) {
+    LlvmModules llvm;
+    llvm.main = mlir::translateModuleToLLVMIR(module, context);
+    if (!llvm.main) return compile_error("translation to LLVM IR failed:\n" + diagnostics);
+    KILN_RETURN_IF_ERROR(add_host_callback_thunks(*llvm.main, result.callbacks));
+    add_profile_thunks(*llvm.main);
+    KILN_RETURN_IF_ERROR(add_packed_entries(*llvm.main, result.entry_points));
     // Kernels with a negligible share of the run time go into a second module compiled at low
     // effort; the rest keeps the level asked for.
-    std::unique_ptr<llvm::Module> cold_module;
     if (!cold_kernels.empty()) {
-      std::set<std::string> outlined = outline_kernels(*llvm_module, cold_kernels);
-      if (!outlined.empty()) cold_module = split_functions(*llvm_module, outlined);
+      std::set<std::string> outlined = outline_kernels(*llvm.main, cold_kernels);
+      if (!outlined.empty()) llvm.cold = split_functions(*llvm.main, outlined);
       log::debug("PGLE: " + std::to_string(outlined.size()) + " of " +
                  std::to_string(result.info.kernels.size()) + " kernels of '" +
                  result.info.module_name + "' compiled at low effort");
@@ -738,53 +786,58 @@ class MlirModuleCompiler : public ModuleCompiler {
     // LLVM's O3 unrolling explodes on big straight-line modules (seconds for no run-time gain, see
     // docs/BENCHMARKS.md); above this size O3 programs get LLVM's O2 pipeline.
     constexpr size_t kLargeModuleInstructions = 20000;
-    if (pipeline.llvm_opt_level == 3 &&
-        llvm_module->getInstructionCount() > kLargeModuleInstructions)
+    if (pipeline.llvm_opt_level == 3 && llvm.main->getInstructionCount() > kLargeModuleInstructions)
       pipeline.llvm_opt_level = 2;
-    KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> machine,
-                          create_target_machine(pipeline.llvm_opt_level, triple, cpu, features));
-    std::unique_ptr<llvm::TargetMachine> cold_machine;
-    if (cold_module) {
-      KILN_ASSIGN_OR_RETURN(cold_machine,
-                            create_target_machine(kColdOptLevel, triple, cpu, features));
-      cold_module->setDataLayout(cold_machine->createDataLayout());
-      cold_module->setTargetTriple(cold_machine->getTargetTriple());
+    const ExecutableInfo& info = result.info;
+    KILN_ASSIGN_OR_RETURN(llvm.machine,
+                          create_target_machine(pipeline.llvm_opt_level, info.target_triple,
+                                                info.target_cpu, info.target_features));
+    if (llvm.cold) {
+      KILN_ASSIGN_OR_RETURN(llvm.cold_machine,
+                            create_target_machine(kColdOptLevel, info.target_triple,
+                                                  info.target_cpu, info.target_features));
+      llvm.cold->setDataLayout(llvm.cold_machine->createDataLayout());
+      llvm.cold->setTargetTriple(llvm.cold_machine->getTargetTriple());
       auto cold_start = Clock::now();
-      optimize(*cold_module, *cold_machine, kColdOptLevel);
+      optimize(*llvm.cold, *llvm.cold_machine, kColdOptLevel);
       log::debug("PGLE: LLVM optimisation of the low-effort kernels took " +
                  std::to_string(elapsed_ms(cold_start)) + " ms");
     }
-    llvm_module->setDataLayout(machine->createDataLayout());
-    llvm_module->setTargetTriple(machine->getTargetTriple());
-    optimize(*llvm_module, *machine, pipeline.llvm_opt_level);
-    dump.llvm("4-optimized", *llvm_module);
-    if (cold_module) dump.llvm("4-optimized-cold", *cold_module);
-    result.info.timings.llvm_ms = elapsed_ms(start);
+    llvm.main->setDataLayout(llvm.machine->createDataLayout());
+    llvm.main->setTargetTriple(llvm.machine->getTargetTriple());
+    optimize(*llvm.main, *llvm.machine, pipeline.llvm_opt_level);
+    dump.llvm("4-optimized", *llvm.main);
+    if (llvm.cold) dump.llvm("4-optimized-cold", *llvm.cold);
+    return llvm;
+  }
 
-    start = Clock::now();
-    std::vector<llvm::SmallVector<char, 0>> objects(cold_module ? 2 : 1);
-    if (cold_module) {
+  // Code generation: one object per module, linked into the executable's shared object.
+  static Status emit_and_link(LlvmModules& llvm, const std::string& source_name,
+                              const std::string& llvm_errors, CompiledModule& result) {
+    const std::string& triple = result.info.target_triple;
+    std::vector<llvm::SmallVector<char, 0>> objects(llvm.cold ? 2 : 1);
+    if (llvm.cold) {
       auto cold_start = Clock::now();
-      KILN_RETURN_IF_ERROR(emit_object(*cold_module, *cold_machine, triple, objects[1]));
+      KILN_RETURN_IF_ERROR(emit_object(*llvm.cold, *llvm.cold_machine, triple, objects[1]));
       log::debug("PGLE: code generation for the low-effort kernels took " +
                  std::to_string(elapsed_ms(cold_start)) + " ms");
     }
-    KILN_RETURN_IF_ERROR(emit_object(*llvm_module, *machine, triple, objects[0]));
+    KILN_RETURN_IF_ERROR(emit_object(*llvm.main, *llvm.machine, triple, objects[0]));
     if (!llvm_errors.empty())
-      return compile_error(source.name + ": error: LLVM rejected the program:\n" + llvm_errors);
+      return compile_error(source_name + ": error: LLVM rejected the program:\n" + llvm_errors);
     KILN_ASSIGN_OR_RETURN(result.shared_object,
                           link_shared_object(objects, triple.rfind("x86_64", 0) != 0));
-    result.info.timings.codegen_ms = elapsed_ms(start);
-    if (detailed) {
-      const CompileTimings& t = result.info.timings;
-      log::info("compiled '" + result.info.module_name + "' at " + result.info.effort_level +
-                ": parse " + std::to_string(t.parse_ms) + " ms, passes " +
-                std::to_string(t.passes_ms) + " ms, llvm " + std::to_string(t.llvm_ms) +
-                " ms (LLVM -O" + std::to_string(pipeline.llvm_opt_level) + "), codegen " +
-                std::to_string(t.codegen_ms) + " ms, " +
-                std::to_string(result.shared_object.size()) + " bytes of code");
-    }
-    return result;
+    return Status();
+  }
+
+  static void log_compile_stages(const CompiledModule& result, int llvm_opt_level) {
+    const CompileTimings& t = result.info.timings;
+    log::info("compiled '" + result.info.module_name + "' at " + result.info.effort_level +
+              ": parse " + std::to_string(t.parse_ms) + " ms, passes " +
+              std::to_string(t.passes_ms) + " ms, llvm " + std::to_string(t.llvm_ms) +
+              " ms (LLVM -O" + std::to_string(llvm_opt_level) + "), codegen " +
+              std::to_string(t.codegen_ms) + " ms, " + std::to_string(result.shared_object.size()) +
+              " bytes of code");
   }
 
   // kiln's tiling and vectorisation of a bufferized module: elementwise kernels along their rows,
