@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "cache/alias_record.h"
 #include "kiln/cache.h"
 #include "kiln/env.h"
 #include "kiln/file.h"
@@ -260,6 +261,23 @@ TEST(DirectoryStoreTest, ALinkLosingTheRaceToAnotherWriterIsNotAnError) {
 
   Status exists = Env::posix()->link_file(dir.path() + "/ledger.json", dir.path() + "/ledger.json");
   EXPECT_EQ(exists.code(), StatusCode::kAlreadyExists) << exists.to_string();
+}
+
+// Raw-bytes alias records have one type: their keys are told apart from entries' keys, and a
+// damaged record decodes to nothing (the key is then computed the slow way), never to a key.
+TEST(AliasRecordTest, RoundTripsAndDamagedRecordsDecodeToNothing) {
+  AliasRecord record{"mlp", std::string(64, 'a'), "module 'mlp', 120 canonical text bytes"};
+  std::optional<AliasRecord> back = AliasRecord::decode(record.encode());
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->module_name, "mlp");
+  EXPECT_EQ(back->module_digest, record.module_digest);
+  EXPECT_EQ(back->description, record.description);
+  EXPECT_TRUE(AliasRecord::is_alias_key(AliasRecord::key_for(std::string(64, 'b'))));
+  EXPECT_FALSE(AliasRecord::is_alias_key(std::string(64, 'b')));
+  std::string encoded = record.encode();
+  EXPECT_FALSE(AliasRecord::decode(encoded.substr(0, encoded.size() - 1)).has_value());
+  EXPECT_FALSE(AliasRecord::decode("mlp\nshort\nmodule\n").has_value());
+  EXPECT_FALSE(AliasRecord::decode("").has_value());
 }
 
 TEST(DirectoryStoreTest, InvalidKeysAreRejected) {

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <set>
 #include <thread>
 
 #include "kiln/compile.h"
@@ -79,6 +80,80 @@ TEST(CompilationCacheTest, TwoCachesInOneProcessNeverSeeEachOthersEntries) {
   ASSERT_TRUE(a_again->compile_or_get_cached(shared_client(), source, {}, &report).ok());
   EXPECT_EQ(report.cache, "hit");
   EXPECT_FALSE(report.from_memory);
+}
+
+// The maintenance `kiln cache` does is the cache object's own: stats, listing, verification,
+// eviction, export and import, clearing, each on that cache's directory only.
+TEST(CompilationCacheTest, MaintenanceIsDoneThroughTheCacheObjectOnItsOwnDirectory) {
+  TempDir a_dir, b_dir;
+  auto a = open_cache(a_dir.path());
+  auto b = open_cache(b_dir.path());
+  ASSERT_TRUE(a && b);
+  const char* kDouble = R"(module @double {
+  func.func @double(%a: tensor<8xf32>) -> tensor<8xf32> {
+    %r = arith.mulf %a, %a : tensor<8xf32>
+    return %r : tensor<8xf32>
+  }
+})";
+  CompileReport scale_report;
+  ASSERT_TRUE(
+      a->compile_or_get_cached(shared_client(), {kScale, "<test>"}, {}, &scale_report).ok());
+  ASSERT_TRUE(a->compile_or_get_cached(shared_client(), {kDouble, "<test>"}, {}).ok());
+
+  auto stats = a->directory_stats();
+  ASSERT_TRUE(stats.ok()) << stats.status().to_string();
+  EXPECT_EQ(stats->directory, a_dir.path());
+  EXPECT_EQ(stats->executables, 2);
+  EXPECT_GT(stats->bytes, 0);
+  EXPECT_EQ(stats->counters.at("writes"), 2);
+  EXPECT_EQ(b->directory_stats()->executables, 0);  // the other tenant is untouched
+
+  auto entries = a->list_entries();
+  ASSERT_TRUE(entries.ok());
+  std::set<std::string> modules;
+  for (const CacheEntrySummary& e : *entries) {
+    EXPECT_TRUE(e.problem.ok()) << e.problem.to_string();
+    modules.insert(e.metadata.module_name);
+  }
+  EXPECT_EQ(modules, (std::set<std::string>{"scale", "double"}));
+
+  // A bundle carries both entries to the other cache, which then hits without compiling.
+  auto bundle = a->export_bundle();
+  ASSERT_TRUE(bundle.ok()) << bundle.status().to_string();
+  auto imported = b->import_bundle(*bundle);
+  ASSERT_TRUE(imported.ok()) << imported.status().to_string();
+  EXPECT_EQ(imported->imported, 2);
+  CompileReport from_bundle;
+  ASSERT_TRUE(b->compile_or_get_cached(shared_client(), {kScale, "<test>"}, {}, &from_bundle).ok());
+  EXPECT_FALSE(from_bundle.compiled);
+
+  // A damaged entry is found and removed by verify, and only that one.
+  std::string path = a->local_store()->entry_path(scale_report.key);
+  auto bytes = read_file(path);
+  ASSERT_TRUE(bytes.ok());
+  std::string damaged = *bytes;
+  damaged[damaged.size() / 2] ^= 0x5a;
+  ASSERT_TRUE(Env::posix()->remove_file(path).ok());
+  ASSERT_TRUE(Env::posix()->write_file(path, damaged, false).ok());
+  auto verified = a->verify(/*load=*/false);
+  ASSERT_TRUE(verified.ok()) << verified.status().to_string();
+  EXPECT_EQ(verified->verified, 2);
+  ASSERT_EQ(verified->removed.size(), 1u);
+  EXPECT_EQ(verified->removed[0].first, scale_report.key);
+  EXPECT_EQ(a->directory_stats()->executables, 1);
+  EXPECT_EQ(a->directory_stats()->counters.at("corrupt"), 1);
+
+  ASSERT_TRUE(b->evict(-1, 1).ok());
+  EXPECT_EQ(b->directory_stats()->executables, 1);
+  ASSERT_TRUE(b->clear().ok());
+  EXPECT_EQ(b->directory_stats()->executables, 0);
+  EXPECT_EQ(a->directory_stats()->executables, 1);
+
+  CompilationCacheOptions off;
+  off.enabled = false;
+  auto disabled = CompilationCache::open(off);
+  ASSERT_TRUE(disabled.ok());
+  EXPECT_EQ((*disabled)->directory_stats().status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(CompilationCacheTest, ErrorHandlersBelongToTheirCache) {

@@ -172,17 +172,22 @@ class KILN_EXPORT TieredCacheStore : public CacheStore {
   }
   Result<CacheStats> stats() override { return local_->stats(); }
   std::string describe() const override;
+  // remote_hits, remote_misses, remote_rejected, remote_errors, remote_timeouts: kept in memory,
+  // so a read never writes to the local directory (CompilationCache::counters reports them).
+  std::map<std::string, int64_t> remote_counters() const;
 
  private:
   bool remote_available();
   void remote_failed(const Status& status, const std::string& what);
+  void note(const char* counter);
   CacheStore* local_;
   std::unique_ptr<CacheStore> remote_;
   bool remote_read_only_;
   Env* env_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   int consecutive_failures_ = 0;
   int64_t skip_until_micros_ = 0;
+  std::map<std::string, int64_t> remote_counters_;
 };
 
 // A portable bundle of entries (magic, then key/entry pairs with lengths, then an XXH3 checksum,

@@ -15,6 +15,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "kiln/cache.h"
 #include "kiln/client.h"
@@ -66,6 +68,30 @@ struct KILN_EXPORT CompilationCacheOptions {
   bool operator==(const CompilationCacheOptions&) const = default;
 };
 
+// What `kiln cache stats` shows of the local directory: executables and raw-bytes alias records
+// counted apart, bytes, and the counters its ledger keeps across processes.
+struct KILN_EXPORT CacheDirectoryStats {
+  std::string directory;
+  int64_t executables = 0;
+  int64_t alias_records = 0;
+  int64_t bytes = 0;
+  std::map<std::string, int64_t> counters;  // writes, corrupt, evictions, read_errors, ...
+};
+
+// One stored executable, from its header and metadata (`kiln cache ls`).
+struct KILN_EXPORT CacheEntrySummary {
+  std::string key;
+  size_t bytes = 0;
+  Status problem;               // not OK: the header or metadata does not decode under its key
+  CacheEntryMetadata metadata;  // module name, compile time, key components (when readable)
+};
+
+// What `verify` checked and removed.
+struct KILN_EXPORT CacheVerification {
+  int verified = 0;
+  std::vector<std::pair<std::string, std::string>> removed;  // key, why
+};
+
 class KILN_EXPORT CompilationCache {
  public:
   // Opens the persistent store (when enabled); an unusable directory is an error here.
@@ -99,9 +125,25 @@ class KILN_EXPORT CompilationCache {
   const CompilationCacheOptions& options() const;
   // This cache's counts since it was opened, kept in memory (a read never writes to the store):
   // requests, hits (memory_hits of them from the memory tier), misses, writes, corrupt,
-  // skipped_writes.<reason>. Writes, evictions and corrupt entries are also counted in the
+  // skipped_writes.<reason>, and with a remote tier remote_hits, remote_misses, remote_rejected,
+  // remote_errors, remote_timeouts. Writes, evictions and corrupt entries are also counted in the
   // store's ledger (`kiln cache stats`).
   std::map<std::string, int64_t> counters() const;
+
+  // Maintenance of the local directory: what `kiln cache ...` does, through the same object.
+  // Each fails with kInvalidArgument when the cache is disabled.
+  Result<CacheDirectoryStats> directory_stats() const;
+  Result<std::vector<CacheEntrySummary>> list_entries() const;
+  // Checks every entry (header, checksum, key, code structure; with `load`, maps its code too,
+  // running its constructors) and removes the bad ones, counting them as corrupt.
+  Result<CacheVerification> verify(bool load);
+  Status clear();
+  // Evicts least recently used entries until both bounds hold (-1: unbounded); with
+  // `unused_since_micros` >= 0, also every entry last used before then.
+  Status evict(int64_t max_size_bytes, int64_t max_entries, int64_t unused_since_micros = -1);
+  // A portable bundle of every entry, signed with the remote secret when one is set.
+  Result<std::string> export_bundle() const;
+  Result<BundleImport> import_bundle(std::string_view bundle);
 
   // Internal: what open assembles (State is defined in the library only).
   struct State;

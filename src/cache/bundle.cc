@@ -1,5 +1,6 @@
 #include <cstring>
 
+#include "cache/alias_record.h"
 #include "core/digest.h"
 #include "kiln/cache.h"
 
@@ -30,7 +31,7 @@ bool read_u64(std::string_view in, size_t& pos, uint64_t& v) {
 // Raw-bytes aliases map a file's bytes to a module digest; one planted record would run another
 // program in its place, so they never travel: the importer's first run of each file re-derives
 // its alias.
-bool is_alias(const std::string& key) { return key.rfind("alias-", 0) == 0; }
+bool is_alias(const std::string& key) { return AliasRecord::is_alias_key(key); }
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "cache/alias_record.h"
 #include "kiln/cache.h"
 #include "kiln/config.h"
 #include "kiln/logging.h"
@@ -26,8 +27,8 @@ bool valid_key(const std::string& key) {
 
 constexpr const char* kEntrySuffix = ".kce";
 
-// Raw-bytes alias records ("alias-<digest>"; the file name or the key).
-bool is_alias_key(const std::string& name) { return name.rfind("alias-", 0) == 0; }
+// The file name of an entry is its key, so alias records are told apart by name too.
+bool is_alias_key(const std::string& name) { return AliasRecord::is_alias_key(name); }
 
 }  // namespace
 

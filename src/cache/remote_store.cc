@@ -1,5 +1,6 @@
 #include <cstring>
 
+#include "cache/alias_record.h"
 #include "core/digest.h"
 #include "kiln/cache.h"
 #include "kiln/kv_store.h"
@@ -67,6 +68,16 @@ std::string TieredCacheStore::describe() const {
          (remote_read_only_ ? " (read-only)" : "");
 }
 
+void TieredCacheStore::note(const char* counter) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++remote_counters_[counter];
+}
+
+std::map<std::string, int64_t> TieredCacheStore::remote_counters() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return remote_counters_;
+}
+
 bool TieredCacheStore::remote_available() {
   std::lock_guard<std::mutex> lock(mutex_);
   return env_->now_micros() >= skip_until_micros_;
@@ -74,7 +85,7 @@ bool TieredCacheStore::remote_available() {
 
 void TieredCacheStore::remote_failed(const Status& status, const std::string& what) {
   bool timeout = status.code() == StatusCode::kDeadlineExceeded;
-  local_->count(timeout ? "remote_timeouts" : "remote_errors");
+  note(timeout ? "remote_timeouts" : "remote_errors");
   std::string message = "remote compilation cache " + remote_->describe() + ": " + what +
                         " failed (" + status.message() + "); compiling locally";
   std::lock_guard<std::mutex> lock(mutex_);
@@ -92,7 +103,7 @@ Result<std::optional<std::string>> TieredCacheStore::get(const std::string& key)
   auto remote = remote_->get(key);
   if (!remote.ok()) {
     if (remote.status().code() == StatusCode::kCorruption) {
-      local_->count("remote_rejected");
+      note("remote_rejected");
       log::warning("rejected remote cache entry: " + remote.status().message());
       return std::optional<std::string>();
     }
@@ -103,12 +114,12 @@ Result<std::optional<std::string>> TieredCacheStore::get(const std::string& key)
     std::lock_guard<std::mutex> lock(mutex_);
     consecutive_failures_ = 0;
   }
-  bool is_alias = key.rfind("alias-", 0) == 0;
+  bool is_alias = AliasRecord::is_alias_key(key);
   if (!remote->has_value()) {
-    if (!is_alias) local_->count("remote_misses");
+    if (!is_alias) note("remote_misses");
     return remote;
   }
-  if (!is_alias) local_->count("remote_hits");
+  if (!is_alias) note("remote_hits");
   (void)local_->put(key, **remote);  // warm the local tier; a failure only costs a later fetch
   return remote;
 }

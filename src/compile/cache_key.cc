@@ -3,6 +3,7 @@
 #include <set>
 #include <sstream>
 
+#include "cache/alias_record.h"
 #include "compile/cache_parts.h"
 #include "compile/text_canonical.h"
 #include "core/digest.h"
@@ -106,17 +107,14 @@ CacheKey assemble_key(const std::string& module_name, std::vector<KeyComponent> 
   return key;
 }
 
-// A key computed before for the same bytes and other components: "<name>\n<digest>\n<text>".
-std::optional<CacheKey> key_from_alias(const std::string& record,
+// A key computed before for the same bytes and other components.
+std::optional<CacheKey> key_from_alias(const std::string& bytes,
                                        const std::vector<KeyComponent>& rest) {
-  std::stringstream lines(record);
-  std::string name, digest, description;
-  if (!std::getline(lines, name) || !std::getline(lines, digest) ||
-      !std::getline(lines, description) || digest.size() != 64)
-    return std::nullopt;
-  std::vector<KeyComponent> components{{"module", description, digest}};
+  std::optional<AliasRecord> record = AliasRecord::decode(bytes);
+  if (!record) return std::nullopt;
+  std::vector<KeyComponent> components{{"module", record->description, record->module_digest}};
   components.insert(components.end(), rest.begin(), rest.end());
-  return assemble_key(name, std::move(components));
+  return assemble_key(record->module_name, std::move(components));
 }
 
 }  // namespace
@@ -160,7 +158,7 @@ Result<CacheKey> compute_key(const Client& client, const ModuleSource& source,
   alias_hash.update_framed(keep_locations ? "locations kept" : "locations stripped");
   alias_hash.update_framed(source.bytes);
   for (const KeyComponent& c : rest) alias_hash.update_framed(c.digest);
-  std::string alias_key = "alias-" + alias_hash.hex();
+  std::string alias_key = AliasRecord::key_for(alias_hash.hex());
   if (store != nullptr) {
     auto hit = store->get(alias_key);
     if (hit.ok() && hit->has_value()) {
@@ -190,8 +188,9 @@ Result<CacheKey> compute_key(const Client& client, const ModuleSource& source,
   components.insert(components.end(), rest.begin(), rest.end());
   CacheKey key = assemble_key(canonical.module_name, std::move(components));
   if (store != nullptr) {
-    (void)store->put(alias_key, canonical.module_name + "\n" + key.components[0].digest + "\n" +
-                                    description + "\n");
+    (void)store->put(
+        alias_key,
+        AliasRecord{canonical.module_name, key.components[0].digest, description}.encode());
   }
   return key;
 }

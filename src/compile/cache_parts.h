@@ -1,6 +1,7 @@
 // The parts CompilationCache is assembled from, one concept per file: the key (cache_key.cc),
-// the memory tier (memory_tier.cc), sharing a compile in a job (job_sharing.cc) and the write
-// policy (write_policy.cc). compilation_cache.cc orchestrates them.
+// the memory tier (memory_tier.cc), sharing a compile in a job (job_sharing.cc), the write policy
+// (write_policy.cc) and the PGLE strategy (pgle_strategy.cc). compilation_cache.cc orchestrates
+// them.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -69,6 +71,25 @@ Result<std::shared_ptr<Executable>> wait_for_leader(const SharePlan& plan, const
 Result<std::string> sync_profile(const Client& client, const CompileOptions& options,
                                  const CacheKey& empty_profile_key, std::string profile,
                                  int64_t timeout_ms);
+
+// --- which key a call looks up, and which build it compiles, under PGLE (pgle_strategy.cc)
+using KeyFunction = std::function<Result<CacheKey>(const CompileOptions&)>;
+struct KeyChoice {
+  Result<CacheKey> key = internal_error("no cache key");
+  CompileOptions options;                                         // what to compile on a miss
+  std::optional<std::pair<std::string, std::string>> prefetched;  // key, entry bytes
+};
+// The seed's three cases: (1) a stored PGLE-optimised entry is used and `profiler` disabled;
+// (2) options carrying a profile compile the optimised build under the PGLE key, with the job
+// leader's profile; (3) otherwise the instrumented first pass. Without PGLE: the plain key.
+Result<KeyChoice> choose_key(const CompilationCacheOptions& cache_options,
+                             const KeyFunction& key_of, CacheStore* store, const Client& client,
+                             CompileOptions options, CompileReport& report, PgleProfiler* profiler);
+// The same rules with the cache off: the first pass is instrumented, and every process of a job
+// recompiles with the leader's profile.
+Status prepare_uncached_pgle(const CompilationCacheOptions& cache_options,
+                             const KeyFunction& key_of, const Client& client,
+                             CompileOptions& options, CompileReport& report);
 
 // --- counters of one cache, in memory: reads never write to the store (memory_tier.cc)
 

@@ -96,117 +96,14 @@ Result<std::shared_ptr<Executable>> compile_uncached(CompilationCache::State& s,
   return exe;
 }
 
-// Which key a call looks up and which options it compiles with: the seed's PGLE cases.
-struct KeyChoice {
-  Result<CacheKey> key = internal_error("no cache key");
-  CompileOptions options;
-  std::optional<std::pair<std::string, std::string>> prefetched;  // key, entry bytes
-};
-
-Result<KeyChoice> choose_key(CompilationCache& cache, CompilationCache::State& s,
-                             const Client& client, const ModuleSource& source,
-                             CompileOptions options, CompileReport& report,
-                             PgleProfiler* profiler) {
-  const CompilationCacheOptions& o = s.options;
-  bool auto_pgle = o.enable_pgle && o.pgle_profiling_runs > 0;
-  bool pgle_rules = (auto_pgle || o.expect_pgle) && report.pgle.empty();
-  bool with_profile = auto_pgle && !options.fdo_profile.empty() && report.pgle.empty();
-  // The first pass of PGLE is instrumented, so its options (and key) differ from the plain
-  // build's; like the seed, expect-PGLE runs use them too so they find what PGLE runs stored.
-  CompileOptions first_pass = options;
-  if (pgle_rules) first_pass.pgle_build = PgleBuild::kInstrumented;
-  KeyChoice choice;
-  choice.options = options;
-  if (!pgle_rules) {
-    choice.key = cache.compute_key(client, source, options);
-    return choice;
-  }
-  // The PGLE-optimised entry's key does not depend on the profile's bytes (there are none yet on
-  // the runs that look it up).
-  CompileOptions optimized = options;
-  optimized.pgle_build = PgleBuild::kOptimized;
-  auto pgle_key = cache.compute_key(client, source, optimized);
-  auto plain_key = cache.compute_key(client, source, first_pass);
-  choice.key = plain_key;
-  if (!pgle_key.ok() || !plain_key.ok()) {
-    if (!with_profile) choice.options = first_pass;
-    return choice;
-  }
-  // An entry found here is kept, so a case-1 hit does not read the store twice.
-  auto present = [&](const std::string& key) {
-    auto bytes = s.store()->get(key);
-    if (!bytes.ok() || !bytes->has_value()) return false;
-    choice.prefetched.emplace(key, std::move(**bytes));
-    return true;
+// Keys as the PGLE strategy asks for them when there is no store (no raw-bytes aliases).
+cache_parts::KeyFunction uncached_key_function(CompilationCache::State& s, const Client& client,
+                                               const ModuleSource& source) {
+  return [&s, &client, &source](const CompileOptions& o) {
+    return cache_parts::compute_key(client, source, o, s.key_policy(), nullptr);
   };
-  if (present(pgle_key->key)) {
-    // Case 1: use it, and stop profiling.
-    if (o.expect_pgle)
-      log::info("PGLE-optimized " + pgle_key->module_name + " loaded from compilation cache");
-    if (profiler != nullptr) profiler->disable();
-    report.pgle = "optimised (cached)";
-    choice.key = pgle_key;
-    return choice;
-  }
-  if (o.expect_pgle && present(plain_key->key)) {
-    // Case 1b: the user said the PGLE-optimised entry would be there.
-    log::warning("PERSISTENT CACHE MISS for PGLE-optimized " + pgle_key->module_name +
-                 " despite non-PGLE hit; it may not have been executed enough times when the "
-                 "cache was populated");
-  }
-  if (!with_profile) {
-    // Case 3: still collecting (or only expecting): the instrumented first pass.
-    report.pgle = "first pass";
-    choice.options = first_pass;
-    return choice;
-  }
-  // Case 2: every process of a job compiles with the same (the leader's) profile.
-  CompileOptions no_profile = options;
-  no_profile.fdo_profile.clear();
-  auto empty_key = cache.compute_key(client, source, no_profile);
-  if (empty_key.ok()) {
-    KILN_ASSIGN_OR_RETURN(
-        choice.options.fdo_profile,
-        cache_parts::sync_profile(client, options, *empty_key,
-                                  std::move(choice.options.fdo_profile), o.share_timeout_ms));
-  }
-  report.pgle = "optimised";
-  report.profile_digest = sha256_hex(choice.options.fdo_profile);
-  choice.options.pgle_build = PgleBuild::kOptimized;
-  choice.key = pgle_key;
-  return choice;
 }
 
-// PGLE with the cache off follows the same rules: the first pass is instrumented, and every
-// process of a job recompiles with the leader's profile (shared under the key it would have).
-Status prepare_uncached_pgle(CompilationCache::State& s, const Client& client,
-                             const ModuleSource& source, CompileOptions& options,
-                             CompileReport& report) {
-  bool auto_pgle = s.options.enable_pgle && s.options.pgle_profiling_runs > 0;
-  if (!(auto_pgle || s.options.expect_pgle) || !report.pgle.empty()) return Status();
-  if (!auto_pgle || options.fdo_profile.empty()) {
-    report.pgle = "first pass";
-    options.pgle_build = PgleBuild::kInstrumented;
-    return Status();
-  }
-  report.pgle = "optimised";
-  options.pgle_build = PgleBuild::kOptimized;
-  CompileOptions no_profile = options;
-  no_profile.pgle_build = PgleBuild::kPlain;
-  no_profile.fdo_profile.clear();
-  auto empty_key = cache_parts::compute_key(client, source, no_profile, s.key_policy(), nullptr);
-  if (empty_key.ok()) {
-    KILN_ASSIGN_OR_RETURN(
-        options.fdo_profile,
-        cache_parts::sync_profile(client, options, *empty_key, std::move(options.fdo_profile),
-                                  s.options.share_timeout_ms));
-  }
-  report.profile_digest = sha256_hex(options.fdo_profile);
-  return Status();
-}
-
-// $KILN_DUMP_IR_TO gets the module on a hit too (the compiler writes it, and every later stage,
-// on a miss): DIR/<module file name>.0-input.mlir, as the compiler names it.
 void dump_input_on_hit(const ModuleSource& source, const CacheKey& key) {
   std::string dir = *config::get_string("KILN_DUMP_IR_TO");
   if (dir.empty()) return;
@@ -398,7 +295,10 @@ CacheStore* CompilationCache::store() const { return state_->store(); }
 DirectoryStore* CompilationCache::local_store() const { return state_->local.get(); }
 const CompilationCacheOptions& CompilationCache::options() const { return state_->options; }
 std::map<std::string, int64_t> CompilationCache::counters() const {
-  return state_->counters.snapshot();
+  std::map<std::string, int64_t> counters = state_->counters.snapshot();
+  if (state_->tiered)
+    for (const auto& [name, value] : state_->tiered->remote_counters()) counters[name] += value;
+  return counters;
 }
 
 int CompilationCache::register_error_handler(CompileErrorHandler handler) {
@@ -442,13 +342,18 @@ Result<std::shared_ptr<Executable>> CompilationCache::compile_or_get_cached(
   }
   if (s.store() == nullptr) {
     s.task_event("task_disabled_cache");
-    KILN_RETURN_IF_ERROR(prepare_uncached_pgle(s, client, source, options, report));
+    KILN_RETURN_IF_ERROR(cache_parts::prepare_uncached_pgle(
+        s.options, uncached_key_function(s, client, source), client, options, report));
     return compile_uncached(s, client, source, options, report);
   }
 
   auto key_start = Clock::now();
-  KILN_ASSIGN_OR_RETURN(KeyChoice choice,
-                        choose_key(*this, s, client, source, options, report, profiler));
+  cache_parts::KeyFunction key_of = [&](const CompileOptions& o) {
+    return compute_key(client, source, o);
+  };
+  KILN_ASSIGN_OR_RETURN(
+      cache_parts::KeyChoice choice,
+      cache_parts::choose_key(s.options, key_of, s.store(), client, options, report, profiler));
   report.key_ms = ms_since(key_start);
   if (!choice.key.ok()) {
     // A module that does not parse fails in the compiler with the user-facing diagnostics.

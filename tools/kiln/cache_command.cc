@@ -7,8 +7,10 @@
 #include "cli_support.h"
 #include "kiln/cache.h"
 #include "kiln/client.h"
+#include "kiln/compilation_cache.h"
 #include "kiln/compile.h"
 #include "kiln/config.h"
+#include "kiln/env.h"
 #include "kiln/file.h"
 #include "kiln/onnx.h"
 
@@ -41,27 +43,21 @@ CacheArgs& args() {
   return a;
 }
 
-Result<DirectoryStore*> open_store() { return local_cache_store(); }
+Result<std::shared_ptr<CompilationCache>> open_cache() {
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<CompilationCache> cache, default_compilation_cache());
+  if (cache->local_store() == nullptr) return invalid_argument("the compilation cache is disabled");
+  return cache;
+}
 
-bool is_alias(const std::string& key) { return key.rfind("alias-", 0) == 0; }
-
-int stats_command(DirectoryStore& store) {
-  auto stats = store.stats();
+int stats_command(const CompilationCache& cache) {
+  auto stats = cache.directory_stats();
   if (!stats.ok()) return fail(stats.status());
   // What was written to the directory; hits and misses are the reading process's own (a read
   // writes nothing): `kiln run --json` reports them per call.
-  for (const char* name : {"writes", "corrupt", "evictions", "read_errors", "write_errors"})
-    stats->counters.emplace(name, 0);
-  // The ledger counts every file; raw-bytes alias records (tiny) are not executables. Listing the
-  // directory is fine here, off the hot path.
-  int64_t aliases = 0;
-  if (auto keys = store.keys(); keys.ok())
-    for (const std::string& key : *keys) aliases += is_alias(key) ? 1 : 0;
-  int64_t executables = std::max<int64_t>(0, stats->entries - aliases);
   if (args().json) {
-    nlohmann::json j{{"directory", store.directory()},
-                     {"entries", executables},
-                     {"alias_records", aliases},
+    nlohmann::json j{{"directory", stats->directory},
+                     {"entries", stats->executables},
+                     {"alias_records", stats->alias_records},
                      {"bytes", stats->bytes},
                      {"counters", stats->counters}};
     std::printf("%s\n", j.dump().c_str());
@@ -69,55 +65,35 @@ int stats_command(DirectoryStore& store) {
   }
   std::printf(
       "cache directory  %s\nentries          %lld\nalias records    %lld\nbytes            %lld\n",
-      store.directory().c_str(), static_cast<long long>(executables),
-      static_cast<long long>(aliases), static_cast<long long>(stats->bytes));
+      stats->directory.c_str(), static_cast<long long>(stats->executables),
+      static_cast<long long>(stats->alias_records), static_cast<long long>(stats->bytes));
   for (const auto& [name, value] : stats->counters)
     std::printf("%-16s %lld\n", name.c_str(), static_cast<long long>(value));
   return 0;
 }
 
-int ls_command(DirectoryStore& store) {
-  auto keys = store.keys();
-  if (!keys.ok()) return fail(keys.status());
-  for (const std::string& key : *keys) {
-    if (is_alias(key)) continue;
-    auto bytes = store.get(key);
-    if (!bytes.ok() || !bytes->has_value()) continue;
-    auto meta = decode_cache_entry_metadata(**bytes, key);
-    if (!meta.ok()) {
-      std::printf("%s  CORRUPT (%s)\n", key.c_str(), meta.status().message().c_str());
+int ls_command(const CompilationCache& cache) {
+  auto entries = cache.list_entries();
+  if (!entries.ok()) return fail(entries.status());
+  for (const CacheEntrySummary& e : *entries) {
+    if (!e.problem.ok()) {
+      std::printf("%s  CORRUPT (%s)\n", e.key.c_str(), e.problem.message().c_str());
       continue;
     }
-    std::printf("%s  module %s, %zu bytes, compiled in %lld ms\n", key.c_str(),
-                meta->module_name.c_str(), (*bytes)->size(),
-                static_cast<long long>(meta->compile_time_ms));
+    std::printf("%s  module %s, %zu bytes, compiled in %lld ms\n", e.key.c_str(),
+                e.metadata.module_name.c_str(), e.bytes,
+                static_cast<long long>(e.metadata.compile_time_ms));
   }
   return 0;
 }
 
-int verify_command(DirectoryStore& store) {
-  auto keys = store.keys();
-  if (!keys.ok()) return fail(keys.status());
-  int good = 0, bad = 0;
-  for (const std::string& key : *keys) {
-    if (is_alias(key)) continue;
-    auto bytes = store.get(key);
-    if (!bytes.ok() || !bytes->has_value()) continue;
-    auto entry = decode_cache_entry(**bytes, key);
-    // Checking never executes the code; only --load maps it in (running its constructors).
-    Status status = !entry.ok()   ? entry.status()
-                    : args().load ? Executable::deserialize(entry->payload).status()
-                                  : Executable::check_serialized(entry->payload);
-    if (status.ok()) {
-      ++good;
-      continue;
-    }
-    ++bad;
-    std::printf("removing %s: %s\n", key.c_str(), status.message().c_str());
-    store.count("corrupt");
-    (void)store.remove(key);
-  }
-  std::printf("verified %d entries, removed %d bad ones\n", good + bad, bad);
+int verify_command(CompilationCache& cache) {
+  auto result = cache.verify(args().load);
+  if (!result.ok()) return fail(result.status());
+  for (const auto& [key, why] : result->removed)
+    std::printf("removing %s: %s\n", key.c_str(), why.c_str());
+  std::printf("verified %d entries, removed %zu bad ones\n", result->verified,
+              result->removed.size());
   return 0;
 }
 
@@ -154,38 +130,35 @@ int explain_command() {
   if (!level.ok()) return fail(level.status());
   options.optimization_level = *level;
   options.disabled_passes = args().disabled;
-  auto store = open_store();
-  auto key = compute_cache_key(**client, *source, options, store.ok() ? *store : nullptr);
+  auto cache = open_cache();
+  auto key = cache.ok() ? (*cache)->compute_key(**client, *source, options)
+                        : compute_cache_key(**client, *source, options);
   if (!key.ok()) return fail(key.status());
   std::printf("key %s\n", key->key.c_str());
   for (const auto& c : key->components)
     std::printf("  %-12s %s  %s\n", c.name.c_str(), c.digest.substr(0, 16).c_str(),
                 c.description.c_str());
-  if (!store.ok()) return 0;
-  auto keys = (*store)->keys();
-  if (!keys.ok()) return 0;
+  if (!cache.ok()) return 0;
+  auto entries = (*cache)->list_entries();
+  if (!entries.ok()) return 0;
   // The nearest stored entry of the same module: fewest differing components.
   std::string nearest;
   std::vector<std::string> nearest_diff;
-  for (const std::string& k : *keys) {
-    if (is_alias(k)) continue;
-    if (k == key->key) {
+  for (const CacheEntrySummary& entry : *entries) {
+    if (entry.key == key->key) {
       std::printf("stored: yes (a run with these options is a cache hit)\n");
       return 0;
     }
-    auto bytes = (*store)->get(k);
-    if (!bytes.ok() || !bytes->has_value()) continue;
-    auto meta = decode_cache_entry_metadata(**bytes, k);
-    if (!meta.ok() || meta->module_name != key->module_name) continue;
+    if (!entry.problem.ok() || entry.metadata.module_name != key->module_name) continue;
     std::vector<std::string> diff;
     for (const auto& mine : key->components) {
       bool same = false;
-      for (const auto& theirs : meta->components)
+      for (const auto& theirs : entry.metadata.components)
         if (theirs.name == mine.name && theirs.digest == mine.digest) same = true;
       if (!same) diff.push_back(mine.name);
     }
     if (nearest.empty() || diff.size() < nearest_diff.size()) {
-      nearest = k;
+      nearest = entry.key;
       nearest_diff = diff;
     }
   }
@@ -232,11 +205,15 @@ bool cache_command_parsed() { return args().root != nullptr && args().root->pars
 int run_cache_command() {
   CacheArgs& a = args();
   if (a.explain->parsed()) return explain_command();
-  auto store = open_store();
-  if (!store.ok()) return fail(store.status());
-  if (a.stats->parsed()) return stats_command(**store);
+  auto opened = open_cache();
+  if (!opened.ok()) return fail(opened.status());
+  CompilationCache& cache = **opened;
+  if (a.stats->parsed()) return stats_command(cache);
+  if (a.ls->parsed()) return ls_command(cache);
+  if (a.verify->parsed()) return verify_command(cache);
+  const std::string& directory = cache.local_store()->directory();
   if (a.export_cmd->parsed()) {
-    auto bundle = export_cache_bundle(**store, *config::get_string("KILN_REMOTE_CACHE_SECRET"));
+    auto bundle = cache.export_bundle();
     if (!bundle.ok()) return fail(bundle.status());
     Status s = write_file(a.bundle, *bundle);
     if (!s.ok()) return fail(s);
@@ -246,31 +223,28 @@ int run_cache_command() {
   if (a.import_cmd->parsed()) {
     auto bytes = read_file(a.bundle);
     if (!bytes.ok()) return fail(bytes.status());
-    auto imported =
-        import_cache_bundle(**store, *bytes, *config::get_string("KILN_REMOTE_CACHE_SECRET"));
+    auto imported = cache.import_bundle(*bytes);
     if (!imported.ok()) return fail(imported.status());
-    std::printf("imported %d entries into %s (%s bundle", imported->imported,
-                (*store)->directory().c_str(), imported->signed_bundle ? "signed" : "unsigned");
+    std::printf("imported %d entries into %s (%s bundle", imported->imported, directory.c_str(),
+                imported->signed_bundle ? "signed" : "unsigned");
     if (imported->skipped > 0)
       std::printf("; skipped %d damaged or alias records", imported->skipped);
     std::printf(")\n");
     return 0;
   }
-  if (a.ls->parsed()) return ls_command(**store);
-  if (a.verify->parsed()) return verify_command(**store);
   if (a.clear->parsed()) {
-    Status s = (*store)->clear();
+    Status s = cache.clear();
     if (!s.ok()) return fail(s);
-    std::printf("cleared %s\n", (*store)->directory().c_str());
+    std::printf("cleared %s\n", directory.c_str());
     return 0;
   }
   if (a.gc->parsed()) {
     int64_t older = a.older_than_days < 0 ? -1
                                           : Env::posix()->now_micros() -
                                                 static_cast<int64_t>(a.older_than_days * 86400e6);
-    Status s = (*store)->evict_to(a.max_size, a.max_entries, older);
+    Status s = cache.evict(a.max_size, a.max_entries, older);
     if (!s.ok()) return fail(s);
-    return stats_command(**store);
+    return stats_command(cache);
   }
   return 0;
 }
