@@ -104,6 +104,8 @@ cache_parts::KeyFunction uncached_key_function(CompilationCache::State& s, const
   };
 }
 
+// $KILN_DUMP_IR_TO gets the module on a hit too (the compiler writes it, and every later stage,
+// on a miss): DIR/<module file name>.0-input.mlir, as the compiler names it.
 void dump_input_on_hit(const ModuleSource& source, const CacheKey& key) {
   std::string dir = *config::get_string("KILN_DUMP_IR_TO");
   if (dir.empty()) return;

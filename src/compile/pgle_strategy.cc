@@ -101,7 +101,4 @@ Status prepare_uncached_pgle(const CompilationCacheOptions& o, const KeyFunction
   return Status();
 }
 
-// $KILN_DUMP_IR_TO gets the module on a hit too (the compiler writes it, and every later stage,
-// on a miss): DIR/<module file name>.0-input.mlir, as the compiler names it.
-
 }  // namespace kiln::cache_parts

@@ -210,8 +210,6 @@ int compile_command(const CompileArgs& args) {
   return 0;
 }
 
-}  // namespace
-
 // Built-in host callbacks for programs run by `kiln run`.
 void register_builtin_callbacks() {
   kiln::register_host_callback("kiln_print", [](const std::vector<kiln::Buffer>& args) {
@@ -227,69 +225,7 @@ void register_builtin_callbacks() {
   });
 }
 
-int main(int argc, char** argv) {
-  register_builtin_callbacks();
-  CLI::App app{"kiln: compile MLIR tensor programs once, run them from the cache"};
-  app.require_subcommand(1);
-  app.fallthrough();  // --set and --cache-dir work before or after the subcommand
-
-  RunArgs run;
-  CLI::App* run_cmd =
-      app.add_subcommand("run", "compile (or load a .kx) and run an entry function");
-  run_cmd
-      ->add_option("file", run.file, "MLIR file (text or bytecode), ONNX model or .kx executable")
-      ->required();
-  run_cmd->add_option("-e,--entry", run.entry, "function to run (default: the only one, or main)");
-  run_cmd->add_option("--input", run.inputs, ".npy file per argument, in order");
-  run_cmd->add_option("--output", run.outputs,
-                      ".npy (or, for ONNX, .pb) file per result, in order");
-  run_cmd->add_option("--fill", run.fill, "arguments without --input: random|zeros|ones")
-      ->check(CLI::IsMember({"random", "zeros", "ones"}));
-  run_cmd->add_option("-O,--effort", run.effort, "effort level O0..O3 (or -O0..-O3)");
-  run_cmd->add_option("--entry-point-result", run.entry_point_result,
-                      "mlir-runner mode: 'void' prints only what the program prints; i32, i64 "
-                      "or f32 also prints the value the entry (without arguments) returns");
-  run_cmd->add_option("--shared-libs", run.shared_libs,
-                      "comma-separated libraries whose functions the program calls (MLIR's "
-                      "runner utility libraries are built into kiln)");
-  run_cmd->add_option("--disable-pass", run.disabled_passes, "leave a pipeline pass out");
-  run_cmd->add_flag("--verify-runtime", run.verify_runtime,
-                    "insert run-time checks that stop an out-of-bounds program with "
-                    "mlir-runner's message (KILN_VERIFY_RUNTIME)");
-  run_cmd->add_flag("--verify-runtime-continue", run.verify_runtime_continue,
-                    "the same checks, but a failed one prints its message and the program goes "
-                    "on, so one run shows every failure (KILN_VERIFY_RUNTIME_CONTINUE)");
-  // mlir-runner passes these to LLVM's matrix lowering; kiln lowers matrix intrinsics always.
-  run_cmd->add_flag("--enable-matrix", run.enable_matrix,
-                    "accepted for mlir-runner's spelling (kiln always lowers matrix intrinsics)");
-  run_cmd->add_flag("--matrix-allow-contract", run.matrix_allow_contract,
-                    "matrix intrinsics may fuse multiplies and adds (KILN_MATRIX_ALLOW_CONTRACT)");
-  run_cmd->add_option("--matrix-default-layout", run.matrix_default_layout,
-                      "column-major or row-major: the layout matrix intrinsics assume "
-                      "(KILN_MATRIX_DEFAULT_LAYOUT)");
-  run_cmd->add_option("--repeat", run.repeat, "run the entry this many times");
-  run_cmd->add_flag("--pgle", run.pgle,
-                    "profile-guided: profile the first runs, recompile once with the profile");
-  run_cmd->add_option("--pgle-runs", run.pgle_runs, "profiling runs (KILN_PGLE_PROFILING_RUNS)");
-  run_cmd->add_flag("--expect-pgle", run.expect_pgle,
-                    "expect a PGLE-optimised cache entry; warn on a miss or a write "
-                    "(KILN_COMPILATION_CACHE_EXPECT_PGLE)");
-  run_cmd->add_option("--pgle-percentile", run.pgle_percentile,
-                      "aggregation percentile (KILN_PGLE_AGGREGATION_PERCENTILE)");
-  run_cmd->add_option("--profile-out", run.profile_out, "write the PGLE profile to this file");
-  run_cmd->add_flag("--json", run.json, "print one JSON object instead of the summary");
-  run_cmd->add_flag("--no-cache", run.no_cache, "compile without the persistent cache");
-  run_cmd->add_option("--coordinator", run.coordinator,
-                      "redis://host:port of the job's coordinator (or $KILN_COORDINATOR)");
-  run_cmd->add_option("--num-processes", run.num_processes, "processes in the job");
-  run_cmd->add_option("--process-id", run.process_id, "this process's id in the job");
-  run_cmd->add_option("--job", run.job, "job id: namespaces the job's keys");
-  run_cmd->add_flag("--fold-weights", run.fold_weights,
-                    "ONNX: compile the weights into the code (the key then covers their values)");
-  run_cmd->add_option("--replicas", run.replicas,
-                      "run R replicas, one per device (KILN_CPU_DEVICE_COUNT >= R)");
-
-  CompileArgs compile_args;
+CLI::App* add_compile_command(CLI::App& app, CompileArgs& compile_args) {
   CLI::App* compile_cmd =
       app.add_subcommand("compile",
                          "compile to a serialised executable (.kx) and/or into the cache, for this "
@@ -308,6 +244,75 @@ int main(int argc, char** argv) {
   compile_cmd->add_option("--target-cpu", compile_target.cpu, "LLVM CPU name (e.g. x86-64-v2)");
   compile_cmd->add_option("--target-features", compile_target.features,
                           "LLVM features (e.g. +avx2,-avx512f)");
+  return compile_cmd;
+}
+
+// --set and --cache-dir, applied after the environment is checked. The library fails open on a bad
+// remote URL (a warning, then no cache); a command line with a typo in it is refused before any
+// work.
+kiln::Status apply_global_options(const std::vector<std::string>& flag_settings,
+                                  const std::string& cache_dir) {
+  if (kiln::Status env = kiln::config::check_environment(); !env.ok()) return env;
+  for (const std::string& setting : flag_settings) {
+    size_t eq = setting.find('=');
+    kiln::Status s = eq == std::string::npos
+                         ? kiln::invalid_argument("--set expects NAME=value, got '" + setting + "'")
+                         : kiln::config::set(setting.substr(0, eq), setting.substr(eq + 1));
+    if (!s.ok()) return s;
+  }
+  if (!cache_dir.empty()) (void)kiln::config::set("KILN_CACHE_DIR", cache_dir);
+  if (std::string remote = *kiln::config::get_string("KILN_REMOTE_CACHE"); !remote.empty()) {
+    if (auto address = kiln::parse_redis_url(remote); !address.ok())
+      return kiln::invalid_argument("KILN_REMOTE_CACHE: " + address.status().message());
+  }
+  return kiln::Status();
+}
+
+int pipeline_command(const std::string& effort, const std::vector<std::string>& disabled) {
+  auto level = kiln::parse_effort_level(effort);
+  if (!level.ok()) return fail(level.status());
+  // Each pass list is an mlir-opt --pass-pipeline; transform steps print by name between them.
+  auto text = kiln::describe_pipeline(*level, disabled);
+  if (!text.ok()) return fail(text.status());
+  std::fputs(text->c_str(), stdout);
+  return 0;
+}
+
+int devices_command() {
+  auto client = kiln::Client::create_cpu();
+  if (!client.ok()) return fail(client.status());
+  for (const auto& d : (*client)->devices())
+    std::printf("device %d: kind %s, process %d\n", d.id, d.kind.c_str(), d.process_index);
+  return 0;
+}
+
+int version_command() {
+  auto client = kiln::Client::create_cpu();
+  if (!client.ok()) return fail(client.status());
+  std::printf("kiln %s\nllvm %s\nplatform %s\nplatform version %s\n", kiln::kiln_version(),
+              kiln::llvm_version(), (*client)->platform().c_str(),
+              (*client)->platform_version().c_str());
+  // What `kiln compile --target-triple T --target-cpu C --target-features F` needs to build
+  // for this machine elsewhere.
+  if (auto target = (*client)->target(); target.ok())
+    std::printf("target triple %s\ntarget cpu %s\ntarget features %s\n", target->triple.c_str(),
+                target->cpu.c_str(), target->features.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  register_builtin_callbacks();
+  CLI::App app{"kiln: compile MLIR tensor programs once, run them from the cache"};
+  app.require_subcommand(1);
+  app.fallthrough();  // --set and --cache-dir work before or after the subcommand
+
+  RunArgs run;
+  CLI::App* run_cmd = add_run_command(app, run);
+
+  CompileArgs compile_args;
+  CLI::App* compile_cmd = add_compile_command(app, compile_args);
 
   std::string pipeline_effort = "UNKNOWN";
   std::vector<std::string> pipeline_disabled;
@@ -342,21 +347,7 @@ int main(int argc, char** argv) {
   std::vector<const char*> argument_pointers;
   for (const std::string& a : arguments) argument_pointers.push_back(a.c_str());
   CLI11_PARSE(app, static_cast<int>(argument_pointers.size()), argument_pointers.data());
-  if (kiln::Status env = kiln::config::check_environment(); !env.ok()) return fail(env);
-  for (const std::string& setting : flag_settings) {
-    size_t eq = setting.find('=');
-    kiln::Status s = eq == std::string::npos
-                         ? kiln::invalid_argument("--set expects NAME=value, got '" + setting + "'")
-                         : kiln::config::set(setting.substr(0, eq), setting.substr(eq + 1));
-    if (!s.ok()) return fail(s);
-  }
-  if (!cache_dir.empty()) (void)kiln::config::set("KILN_CACHE_DIR", cache_dir);
-  // The library fails open on a bad remote URL (a warning, then no cache); a command line with a
-  // typo in it is refused before any work.
-  if (std::string remote = *kiln::config::get_string("KILN_REMOTE_CACHE"); !remote.empty()) {
-    if (auto address = kiln::parse_redis_url(remote); !address.ok())
-      return fail(kiln::invalid_argument("KILN_REMOTE_CACHE: " + address.status().message()));
-  }
+  if (kiln::Status s = apply_global_options(flag_settings, cache_dir); !s.ok()) return fail(s);
   if (kiln::cli::cache_command_parsed()) return kiln::cli::run_cache_command();
   if (kiln::cli::flags_command_parsed()) return kiln::cli::run_flags_command();
 
@@ -364,34 +355,8 @@ int main(int argc, char** argv) {
   if (profile_show_cmd->parsed()) return profile_show_command(profile_what);
   if (compile_cmd->parsed()) return compile_command(compile_args);
   if (inspect_cmd->parsed()) return inspect_command(inspect_file);
-  if (pipeline_cmd->parsed()) {
-    auto level = kiln::parse_effort_level(pipeline_effort);
-    if (!level.ok()) return fail(level.status());
-    // Each pass list is an mlir-opt --pass-pipeline; transform steps print by name between them.
-    auto text = kiln::describe_pipeline(*level, pipeline_disabled);
-    if (!text.ok()) return fail(text.status());
-    std::fputs(text->c_str(), stdout);
-    return 0;
-  }
-  if (devices_cmd->parsed()) {
-    auto client = kiln::Client::create_cpu();
-    if (!client.ok()) return fail(client.status());
-    for (const auto& d : (*client)->devices())
-      std::printf("device %d: kind %s, process %d\n", d.id, d.kind.c_str(), d.process_index);
-    return 0;
-  }
-  if (version_cmd->parsed()) {
-    auto client = kiln::Client::create_cpu();
-    if (!client.ok()) return fail(client.status());
-    std::printf("kiln %s\nllvm %s\nplatform %s\nplatform version %s\n", kiln::kiln_version(),
-                kiln::llvm_version(), (*client)->platform().c_str(),
-                (*client)->platform_version().c_str());
-    // What `kiln compile --target-triple T --target-cpu C --target-features F` needs to build
-    // for this machine elsewhere.
-    if (auto target = (*client)->target(); target.ok())
-      std::printf("target triple %s\ntarget cpu %s\ntarget features %s\n", target->triple.c_str(),
-                  target->cpu.c_str(), target->features.c_str());
-    return 0;
-  }
+  if (pipeline_cmd->parsed()) return pipeline_command(pipeline_effort, pipeline_disabled);
+  if (devices_cmd->parsed()) return devices_command();
+  if (version_cmd->parsed()) return version_command();
   return 0;
 }

@@ -1,5 +1,6 @@
 #include "run_command.h"
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -439,6 +440,64 @@ void flush_output_then_abort(int signal_number) {
 }
 
 }  // namespace
+
+CLI::App* add_run_command(CLI::App& app, RunArgs& run) {
+  CLI::App* run_cmd =
+      app.add_subcommand("run", "compile (or load a .kx) and run an entry function");
+  run_cmd
+      ->add_option("file", run.file, "MLIR file (text or bytecode), ONNX model or .kx executable")
+      ->required();
+  run_cmd->add_option("-e,--entry", run.entry, "function to run (default: the only one, or main)");
+  run_cmd->add_option("--input", run.inputs, ".npy file per argument, in order");
+  run_cmd->add_option("--output", run.outputs,
+                      ".npy (or, for ONNX, .pb) file per result, in order");
+  run_cmd->add_option("--fill", run.fill, "arguments without --input: random|zeros|ones")
+      ->check(CLI::IsMember({"random", "zeros", "ones"}));
+  run_cmd->add_option("-O,--effort", run.effort, "effort level O0..O3 (or -O0..-O3)");
+  run_cmd->add_option("--entry-point-result", run.entry_point_result,
+                      "mlir-runner mode: 'void' prints only what the program prints; i32, i64 "
+                      "or f32 also prints the value the entry (without arguments) returns");
+  run_cmd->add_option("--shared-libs", run.shared_libs,
+                      "comma-separated libraries whose functions the program calls (MLIR's "
+                      "runner utility libraries are built into kiln)");
+  run_cmd->add_option("--disable-pass", run.disabled_passes, "leave a pipeline pass out");
+  run_cmd->add_flag("--verify-runtime", run.verify_runtime,
+                    "insert run-time checks that stop an out-of-bounds program with "
+                    "mlir-runner's message (KILN_VERIFY_RUNTIME)");
+  run_cmd->add_flag("--verify-runtime-continue", run.verify_runtime_continue,
+                    "the same checks, but a failed one prints its message and the program goes "
+                    "on, so one run shows every failure (KILN_VERIFY_RUNTIME_CONTINUE)");
+  // mlir-runner passes these to LLVM's matrix lowering; kiln lowers matrix intrinsics always.
+  run_cmd->add_flag("--enable-matrix", run.enable_matrix,
+                    "accepted for mlir-runner's spelling (kiln always lowers matrix intrinsics)");
+  run_cmd->add_flag("--matrix-allow-contract", run.matrix_allow_contract,
+                    "matrix intrinsics may fuse multiplies and adds (KILN_MATRIX_ALLOW_CONTRACT)");
+  run_cmd->add_option("--matrix-default-layout", run.matrix_default_layout,
+                      "column-major or row-major: the layout matrix intrinsics assume "
+                      "(KILN_MATRIX_DEFAULT_LAYOUT)");
+  run_cmd->add_option("--repeat", run.repeat, "run the entry this many times");
+  run_cmd->add_flag("--pgle", run.pgle,
+                    "profile-guided: profile the first runs, recompile once with the profile");
+  run_cmd->add_option("--pgle-runs", run.pgle_runs, "profiling runs (KILN_PGLE_PROFILING_RUNS)");
+  run_cmd->add_flag("--expect-pgle", run.expect_pgle,
+                    "expect a PGLE-optimised cache entry; warn on a miss or a write "
+                    "(KILN_COMPILATION_CACHE_EXPECT_PGLE)");
+  run_cmd->add_option("--pgle-percentile", run.pgle_percentile,
+                      "aggregation percentile (KILN_PGLE_AGGREGATION_PERCENTILE)");
+  run_cmd->add_option("--profile-out", run.profile_out, "write the PGLE profile to this file");
+  run_cmd->add_flag("--json", run.json, "print one JSON object instead of the summary");
+  run_cmd->add_flag("--no-cache", run.no_cache, "compile without the persistent cache");
+  run_cmd->add_option("--coordinator", run.coordinator,
+                      "redis://host:port of the job's coordinator (or $KILN_COORDINATOR)");
+  run_cmd->add_option("--num-processes", run.num_processes, "processes in the job");
+  run_cmd->add_option("--process-id", run.process_id, "this process's id in the job");
+  run_cmd->add_option("--job", run.job, "job id: namespaces the job's keys");
+  run_cmd->add_flag("--fold-weights", run.fold_weights,
+                    "ONNX: compile the weights into the code (the key then covers their values)");
+  run_cmd->add_option("--replicas", run.replicas,
+                      "run R replicas, one per device (KILN_CPU_DEVICE_COUNT >= R)");
+  return run_cmd;
+}
 
 int run_command(const RunArgs& args) {
   std::signal(SIGABRT, flush_output_then_abort);

@@ -5,6 +5,10 @@
 #include <string>
 #include <vector>
 
+namespace CLI {
+class App;
+}
+
 namespace kiln::cli {
 
 struct RunArgs {
@@ -38,6 +42,8 @@ struct RunArgs {
   bool fold_weights = false;  // ONNX: weights compiled into the code
 };
 
+// The `run` subcommand and its options, parsed into `run`.
+CLI::App* add_run_command(CLI::App& app, RunArgs& run);
 int run_command(const RunArgs& args);
 
 }  // namespace kiln::cli
