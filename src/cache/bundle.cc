@@ -28,11 +28,6 @@ bool read_u64(std::string_view in, size_t& pos, uint64_t& v) {
   return true;
 }
 
-// Raw-bytes aliases map a file's bytes to a module digest; one planted record would run another
-// program in its place, so they never travel: the importer's first run of each file re-derives
-// its alias.
-bool is_alias(const std::string& key) { return AliasRecord::is_alias_key(key); }
-
 }  // namespace
 
 Result<std::string> export_cache_bundle(CacheStore& store, const std::string& secret) {
@@ -40,7 +35,10 @@ Result<std::string> export_cache_bundle(CacheStore& store, const std::string& se
   std::string out(secret.empty() ? kBundleMagic : kSignedBundleMagic, sizeof(kBundleMagic));
   uint64_t records = 0;
   for (const std::string& key : keys) {
-    if (is_alias(key)) continue;
+    // Raw-bytes aliases map a file's bytes to a module digest; one planted record would run
+    // another program in its place, so they never travel: the importer's first run of each file
+    // re-derives its alias.
+    if (AliasRecord::is_alias_key(key)) continue;
     KILN_ASSIGN_OR_RETURN(auto value, store.get(key));
     if (!value.has_value() || !decode_cache_entry(*value, key).ok()) continue;
     if (++records > kMaxBundleRecords)
@@ -114,7 +112,7 @@ Result<BundleImport> import_cache_bundle(CacheStore& store, std::string_view bun
     std::string_view value = body.substr(pos, value_size);
     pos += value_size;
     // Each entry must decode in full under the key it is filed under.
-    if (is_alias(key) || !decode_cache_entry(value, key).ok()) {
+    if (AliasRecord::is_alias_key(key) || !decode_cache_entry(value, key).ok()) {
       ++result.skipped;
       continue;
     }

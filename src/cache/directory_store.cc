@@ -27,9 +27,6 @@ bool valid_key(const std::string& key) {
 
 constexpr const char* kEntrySuffix = ".kce";
 
-// The file name of an entry is its key, so alias records are told apart by name too.
-bool is_alias_key(const std::string& name) { return AliasRecord::is_alias_key(name); }
-
 }  // namespace
 
 std::string cache_directory() {
@@ -163,7 +160,7 @@ Status DirectoryStore::put(const std::string& key, std::string_view value) {
   auto stats = read_ledger();
   if (!stats.ok()) stats = CacheStats{};
   stats->entries += 1;
-  stats->alias_records += is_alias_key(key) ? 1 : 0;
+  stats->alias_records += AliasRecord::is_alias_key(key) ? 1 : 0;
   stats->bytes += static_cast<int64_t>(value.size());
   // Crossing a bound evicts the least recently used until it holds again (only then is the
   // directory listed).
@@ -193,7 +190,7 @@ Status DirectoryStore::evict_locked(CacheStats& stats, int64_t byte_goal, int64_
     auto used = options_.env->mtime_micros(path);
     auto size = options_.env->file_size(path);
     if (!used.ok() || !size.ok()) continue;
-    bool alias = is_alias_key(name);
+    bool alias = AliasRecord::is_alias_key(name);
     items.push_back({*used, *size, path, alias});
     total += static_cast<int64_t>(*size);
     aliases += alias ? 1 : 0;
@@ -231,7 +228,8 @@ Status DirectoryStore::remove(const std::string& key) {
   auto stats = read_ledger();
   if (!stats.ok()) stats = CacheStats{};
   stats->entries = std::max<int64_t>(0, stats->entries - 1);
-  if (is_alias_key(key)) stats->alias_records = std::max<int64_t>(0, stats->alias_records - 1);
+  if (AliasRecord::is_alias_key(key))
+    stats->alias_records = std::max<int64_t>(0, stats->alias_records - 1);
   stats->bytes = std::max<int64_t>(0, stats->bytes - static_cast<int64_t>(*size));
   return write_ledger(*stats);
 }
@@ -268,7 +266,7 @@ Status DirectoryStore::rebuild_ledger() {
     auto size = options_.env->file_size(options_.directory + "/entries/" + name);
     if (!size.ok()) continue;
     fresh.entries += 1;
-    fresh.alias_records += is_alias_key(name) ? 1 : 0;
+    fresh.alias_records += AliasRecord::is_alias_key(name) ? 1 : 0;
     fresh.bytes += static_cast<int64_t>(*size);
   }
   return write_ledger(fresh);

@@ -1,7 +1,6 @@
 // The cache key: the module's canonical form plus every component that changes generated code.
 #include <algorithm>
 #include <set>
-#include <sstream>
 
 #include "cache/alias_record.h"
 #include "compile/cache_parts.h"

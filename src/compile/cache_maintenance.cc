@@ -17,8 +17,6 @@ Result<DirectoryStore*> directory_of(const CompilationCache& cache) {
   return cache.local_store();
 }
 
-bool is_alias_record(const std::string& key) { return AliasRecord::is_alias_key(key); }
-
 }  // namespace
 
 Result<CacheDirectoryStats> CompilationCache::directory_stats() const {
@@ -33,7 +31,8 @@ Result<CacheDirectoryStats> CompilationCache::directory_stats() const {
     stats.counters.emplace(name, 0);
   // Listing the directory is fine here, off the hot path.
   if (auto keys = store->keys(); keys.ok())
-    for (const std::string& key : *keys) stats.alias_records += is_alias_record(key) ? 1 : 0;
+    for (const std::string& key : *keys)
+      stats.alias_records += AliasRecord::is_alias_key(key) ? 1 : 0;
   stats.executables = std::max<int64_t>(0, ledger.entries - stats.alias_records);
   return stats;
 }
@@ -43,7 +42,7 @@ Result<std::vector<CacheEntrySummary>> CompilationCache::list_entries() const {
   KILN_ASSIGN_OR_RETURN(std::vector<std::string> keys, store->keys());
   std::vector<CacheEntrySummary> entries;
   for (const std::string& key : keys) {
-    if (is_alias_record(key)) continue;
+    if (AliasRecord::is_alias_key(key)) continue;
     auto bytes = store->get(key);
     if (!bytes.ok() || !bytes->has_value()) continue;  // evicted meanwhile
     CacheEntrySummary entry;
@@ -64,7 +63,7 @@ Result<CacheVerification> CompilationCache::verify(bool load) {
   KILN_ASSIGN_OR_RETURN(std::vector<std::string> keys, store->keys());
   CacheVerification result;
   for (const std::string& key : keys) {
-    if (is_alias_record(key)) continue;
+    if (AliasRecord::is_alias_key(key)) continue;
     auto bytes = store->get(key);
     if (!bytes.ok() || !bytes->has_value()) continue;
     ++result.verified;

@@ -7,7 +7,6 @@
 #include <set>
 
 #include "compile/cache_parts.h"
-#include "core/digest.h"
 #include "kiln/compile.h"
 #include "kiln/config.h"
 #include "kiln/file.h"

@@ -1,6 +1,5 @@
 #include "cache_command.h"
 
-#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 

@@ -40,6 +40,14 @@ Result<TensorType> tensor_type_from_json(const nlohmann::json& j) {
   return TensorType{dtype, j.at("shape").get<std::vector<int64_t>>(), j.value("scalar", false)};
 }
 
+Status tensor_types_from_json(const nlohmann::json& list, std::vector<TensorType>& out) {
+  for (const auto& j : list) {
+    KILN_ASSIGN_OR_RETURN(TensorType type, tensor_type_from_json(j));
+    out.push_back(std::move(type));
+  }
+  return Status();
+}
+
 // The metadata a loader needs before it maps the code: signatures, target, callbacks, kernels.
 nlohmann::json metadata_json(const ExecutableInfo& info,
                              const std::vector<EntryPoint>& entry_points,
@@ -145,23 +153,14 @@ Status read_metadata(const nlohmann::json& meta, ParsedExecutable& parsed) {
     EntryPoint entry;
     entry.name = e.at("name").get<std::string>();
     entry.results_owned = e.at("results_owned").get<bool>();
-    for (const auto& in : e.at("inputs")) {
-      KILN_ASSIGN_OR_RETURN(TensorType type, tensor_type_from_json(in));
-      entry.inputs.push_back(type);
-    }
-    for (const auto& out : e.at("outputs")) {
-      KILN_ASSIGN_OR_RETURN(TensorType type, tensor_type_from_json(out));
-      entry.outputs.push_back(type);
-    }
+    KILN_RETURN_IF_ERROR(tensor_types_from_json(e.at("inputs"), entry.inputs));
+    KILN_RETURN_IF_ERROR(tensor_types_from_json(e.at("outputs"), entry.outputs));
     entries.push_back(std::move(entry));
   }
   for (const auto& c : meta.value("host_callbacks", nlohmann::json::array())) {
     HostCallbackSignature cb;
     cb.name = c.at("name").get<std::string>();
-    for (const auto& a : c.at("args")) {
-      KILN_ASSIGN_OR_RETURN(TensorType type, tensor_type_from_json(a));
-      cb.args.push_back(type);
-    }
+    KILN_RETURN_IF_ERROR(tensor_types_from_json(c.at("args"), cb.args));
     callbacks.push_back(std::move(cb));
   }
   for (const auto& k : meta.value("kernels", nlohmann::json::array())) {
