@@ -168,6 +168,9 @@ class KILN_EXPORT OnnxProgram {
   // Runs the model on `inputs` (graph order, checked against the compiled shapes; static inputs
   // must hold the values the program was compiled for).
   Result<std::vector<Buffer>> run(const std::vector<Buffer>& inputs) const;
+  // What run passes to the executable's entry for `inputs`: the run-time inputs, then the bound
+  // (and prepared) weights. For running another build of the same source, e.g. a PGLE flow.
+  Result<std::vector<Buffer>> arguments(const std::vector<Buffer>& inputs) const;
 
  private:
   friend Result<OnnxProgram> compile_onnx_or_get_cached(const Client&, const OnnxModel&,

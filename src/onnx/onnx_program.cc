@@ -188,7 +188,7 @@ Result<ModuleSource> onnx_module_source(const OnnxModel& model,
                             " inputs");
   KILN_ASSIGN_OR_RETURN(std::vector<const Buffer*> statics, static_values_of(model, input_values));
   // The importer's output is part of what this names: bump the version when the lowering changes.
-  std::string identity = "kiln onnx model v13\n" +
+  std::string identity = "kiln onnx model v14\n" +
                          std::string(model.fold_weights() ? "weights folded\n" : "") +
                          "structure " + model.structure_digest() + "\ninput shapes " +
                          shapes_text(input_shapes) + "\n";
@@ -286,7 +286,7 @@ Result<OnnxProgram> compile_onnx_or_get_cached(
   return program;
 }
 
-Result<std::vector<Buffer>> OnnxProgram::run(const std::vector<Buffer>& inputs) const {
+Result<std::vector<Buffer>> OnnxProgram::arguments(const std::vector<Buffer>& inputs) const {
   if (inputs.size() != input_shapes_.size())
     return invalid_argument("the model takes " + std::to_string(input_shapes_.size()) +
                             " inputs, " + std::to_string(inputs.size()) + " were given");
@@ -302,6 +302,11 @@ Result<std::vector<Buffer>> OnnxProgram::run(const std::vector<Buffer>& inputs) 
     arguments.push_back(inputs[k]);
   }
   arguments.insert(arguments.end(), weights_.begin(), weights_.end());
+  return arguments;
+}
+
+Result<std::vector<Buffer>> OnnxProgram::run(const std::vector<Buffer>& inputs) const {
+  KILN_ASSIGN_OR_RETURN(std::vector<Buffer> arguments, this->arguments(inputs));
   return executable_->execute(entry_, arguments);
 }
 

@@ -149,6 +149,15 @@ kiln::Status store_profile(const std::string& path, const std::string& bytes) {
   return s;
 }
 
+void apply_pgle_flags(const RunArgs& args) {
+  (void)kiln::config::set("KILN_ENABLE_PGLE", "true");
+  if (args.pgle_runs >= 0)
+    (void)kiln::config::set("KILN_PGLE_PROFILING_RUNS", std::to_string(args.pgle_runs));
+  if (args.pgle_percentile >= 0)
+    (void)kiln::config::set("KILN_PGLE_AGGREGATION_PERCENTILE",
+                            std::to_string(args.pgle_percentile));
+}
+
 // `kiln run --pgle`: profiling runs, the one recompile, optimised runs, then the hottest kernels
 // before and after.
 int run_pgle(kiln::ProfileGuidedProgram& program, const kiln::EntryPoint& ep,
@@ -284,14 +293,17 @@ kiln::Result<kiln::Buffer> read_tensor_file(const std::string& path) {
   return kiln::read_npy(path);
 }
 
-// `kiln run model.onnx`: inputs by position or NAME=FILE (.npy or TensorProto .pb), dynamic
-// dimensions from the inputs, weights bound from the model.
-int run_onnx(const RunArgs& args, const kiln::Client& client, const kiln::CompileOptions& options) {
-  auto loaded = kiln::OnnxModel::from_file(args.file, args.fold_weights);
-  if (!loaded.ok()) return fail(loaded.status());
-  std::optional<kiln::OnnxModel> model(std::move(*loaded));
-  const auto& graph_inputs = model->inputs();
-  std::vector<kiln::Buffer> inputs(graph_inputs.size());
+// The model's run-time inputs: files by position or NAME=FILE (.npy or TensorProto .pb), the rest
+// filled as --fill says; dynamic dimensions from the files (1 where no file gives them).
+struct OnnxInputs {
+  std::vector<kiln::Buffer> values;
+  std::vector<std::vector<int64_t>> shapes;
+};
+
+kiln::Result<OnnxInputs> onnx_inputs(const RunArgs& args, const kiln::OnnxModel& model) {
+  const auto& graph_inputs = model.inputs();
+  OnnxInputs inputs;
+  inputs.values.resize(graph_inputs.size());
   std::vector<bool> given(graph_inputs.size(), false);
   size_t next = 0;
   for (const std::string& spec : args.inputs) {
@@ -307,57 +319,76 @@ int run_onnx(const RunArgs& args, const kiln::Client& client, const kiln::Compil
       if (index == graph_inputs.size()) {
         std::string names;
         for (const auto& in : graph_inputs) names += (names.empty() ? "" : ", ") + in.name;
-        return fail(kiln::invalid_argument("--input " + spec + ": the model has no input '" + name +
-                                           "' (its inputs: " + names + ")"));
+        return kiln::invalid_argument("--input " + spec + ": the model has no input '" + name +
+                                      "' (its inputs: " + names + ")");
       }
     } else {
       ++next;
     }
     if (index >= graph_inputs.size())
-      return fail(kiln::invalid_argument(std::to_string(args.inputs.size()) +
-                                         " --input files given; the model takes " +
-                                         std::to_string(graph_inputs.size()) + " input(s)"));
-    auto b = read_tensor_file(path);
-    if (!b.ok()) return fail(b.status());
-    auto want = kiln::dtype_of_onnx(graph_inputs[index].element_type);
-    if (!want.ok()) return fail(want.status());
-    if (b->dtype() != *want)
-      return fail(kiln::invalid_argument(
-          path + ": input '" + graph_inputs[index].name + "' is " +
-          kiln::onnx_element_type_name(graph_inputs[index].element_type) + " (" +
-          kiln::dtype_name(*want) + "), the file holds " + kiln::dtype_name(b->dtype())));
-    inputs[index] = *b;
+      return kiln::invalid_argument(std::to_string(args.inputs.size()) +
+                                    " --input files given; the model takes " +
+                                    std::to_string(graph_inputs.size()) + " input(s)");
+    KILN_ASSIGN_OR_RETURN(kiln::Buffer b, read_tensor_file(path));
+    KILN_ASSIGN_OR_RETURN(kiln::DType want, kiln::dtype_of_onnx(graph_inputs[index].element_type));
+    if (b.dtype() != want)
+      return kiln::invalid_argument(path + ": input '" + graph_inputs[index].name + "' is " +
+                                    kiln::onnx_element_type_name(graph_inputs[index].element_type) +
+                                    " (" + kiln::dtype_name(want) + "), the file holds " +
+                                    kiln::dtype_name(b.dtype()));
+    inputs.values[index] = b;
     given[index] = true;
   }
   std::vector<std::vector<int64_t>> shapes;
-  bool any_given = std::find(given.begin(), given.end(), true) != given.end();
-  if (any_given) {
-    for (size_t k = 0; k < inputs.size(); ++k) {
-      if (given[k]) {
-        shapes.push_back(inputs[k].shape());
-      } else {
-        std::vector<int64_t> dims = graph_inputs[k].dims;
-        for (int64_t& d : dims)
-          if (d == kiln::kDynamicDim) d = 1;
-        shapes.push_back(dims);
-      }
+  if (std::find(given.begin(), given.end(), true) != given.end()) {
+    for (size_t k = 0; k < inputs.values.size(); ++k) {
+      std::vector<int64_t> dims = given[k] ? inputs.values[k].shape() : graph_inputs[k].dims;
+      for (int64_t& d : dims)
+        if (d == kiln::kDynamicDim) d = 1;
+      shapes.push_back(dims);
     }
   }
-  auto resolved = model->resolve_input_shapes(shapes);
-  if (!resolved.ok()) return fail(resolved.status());
+  KILN_ASSIGN_OR_RETURN(inputs.shapes, model.resolve_input_shapes(shapes));
   std::mt19937 rng(42);
-  for (size_t k = 0; k < inputs.size(); ++k) {
+  for (size_t k = 0; k < inputs.values.size(); ++k) {
     if (given[k]) continue;
-    auto dtype = kiln::dtype_of_onnx(graph_inputs[k].element_type);
-    if (!dtype.ok()) return fail(dtype.status());
-    auto b = filled_buffer(kiln::TensorType{*dtype, (*resolved)[k]}, args.fill, rng);
-    if (!b.ok()) return fail(b.status());
-    inputs[k] = *b;
+    KILN_ASSIGN_OR_RETURN(kiln::DType dtype, kiln::dtype_of_onnx(graph_inputs[k].element_type));
+    KILN_ASSIGN_OR_RETURN(inputs.values[k],
+                          filled_buffer(kiln::TensorType{dtype, inputs.shapes[k]}, args.fill, rng));
   }
+  return inputs;
+}
+
+// `kiln run model.onnx --pgle`: the plain program binds (and prepares) the weights; the PGLE flow
+// builds the same source instrumented, then optimised, and runs both on those arguments.
+int run_onnx_pgle(const RunArgs& args, const kiln::Client& client,
+                  const kiln::CompileOptions& options, const kiln::OnnxModel& model,
+                  const OnnxInputs& inputs, const kiln::OnnxProgram& plain) {
+  auto arguments = plain.arguments(inputs.values);
+  if (!arguments.ok()) return fail(arguments.status());
+  apply_pgle_flags(args);
+  auto source = kiln::onnx_module_source(model, inputs.shapes, &inputs.values);
+  if (!source.ok()) return fail(source.status());
+  auto created = kiln::ProfileGuidedProgram::create(client, std::move(*source), options);
+  if (!created.ok()) return fail(created.status());
+  auto entry = (*created)->executable()->find_entry(plain.entry());
+  if (!entry.ok()) return fail(entry.status());
+  return run_pgle(**created, **entry, *arguments, args, client.process_index());
+}
+
+// `kiln run model.onnx`: weights bound from the model, inputs as onnx_inputs reads them.
+int run_onnx(const RunArgs& args, const kiln::Client& client, const kiln::CompileOptions& options) {
+  auto loaded = kiln::OnnxModel::from_file(args.file, args.fold_weights);
+  if (!loaded.ok()) return fail(loaded.status());
+  std::optional<kiln::OnnxModel> model(std::move(*loaded));
+  auto read = onnx_inputs(args, *model);
+  if (!read.ok()) return fail(read.status());
+  const std::vector<kiln::Buffer>& inputs = read->values;
   kiln::CompileReport report;
   auto program =
-      kiln::compile_onnx_or_get_cached(client, *model, *resolved, options, &report, &inputs);
+      kiln::compile_onnx_or_get_cached(client, *model, read->shapes, options, &report, &inputs);
   if (!program.ok()) return fail(program.status());
+  if (args.pgle) return run_onnx_pgle(args, client, options, *model, *read, *program);
   // The program holds what it needs; the model's bytes (the size of its weights) go now.
   std::vector<std::string> output_names;
   for (const auto& output : model->outputs()) output_names.push_back(output.name);
@@ -520,9 +551,9 @@ int run_command(const RunArgs& args) {
     if (!s.ok()) return fail(s);
   }
   if (kiln::is_onnx_file(args.file)) {
-    if (args.pgle || options->num_replicas > 1 || !args.entry.empty())
+    if (options->num_replicas > 1 || !args.entry.empty())
       return fail(kiln::invalid_argument(
-          "--pgle, --replicas and -e are not supported for ONNX models yet: " + args.file));
+          "--replicas and -e are not supported for ONNX models yet: " + args.file));
     return run_onnx(args, **client, *options);
   }
   bool loaded_compiled = false;
@@ -530,12 +561,7 @@ int run_command(const RunArgs& args) {
   std::unique_ptr<kiln::ProfileGuidedProgram> program;
   kiln::Result<std::shared_ptr<kiln::Executable>> exe = kiln::internal_error("no executable");
   if (args.pgle) {
-    (void)kiln::config::set("KILN_ENABLE_PGLE", "true");
-    if (args.pgle_runs >= 0)
-      (void)kiln::config::set("KILN_PGLE_PROFILING_RUNS", std::to_string(args.pgle_runs));
-    if (args.pgle_percentile >= 0)
-      (void)kiln::config::set("KILN_PGLE_AGGREGATION_PERCENTILE",
-                              std::to_string(args.pgle_percentile));
+    apply_pgle_flags(args);
     auto source = kiln::ModuleSource::from_file(args.file);
     if (!source.ok()) return fail(source.status());
     if (looks_like_executable(source->bytes))
