@@ -92,6 +92,53 @@ TEST(OnnxModelsTest, DepthwiseConvolutionsMatchPyTorchAtEveryLevelAndThreadCount
   }
 }
 
+// SiLU on rows shorter than a vector, a squeeze-and-excitation gate and global average pools
+// (reassociated sums): PyTorch's values at every level, the same bits at every thread count.
+TEST(OnnxModelsTest, SqueezeExcitationMatchesPyTorchAtEveryLevelAndThreadCount) {
+  TempDir dir;
+  std::string file = model("squeeze_excite_opset13.onnx");
+  for (const char* level : {"O0", "O2"}) {
+    std::string first;
+    for (const char* threads : {"1", "2", "3", "4"}) {
+      std::string out = dir.file(std::string("se_") + level + threads + ".npy");
+      ProcessResult r = kiln_run(
+          dir.file("cache"), {file, "--input", model("squeeze_excite.input.npy"), "--output", out,
+                              "-O", level, "--set", std::string("KILN_NUM_THREADS=") + threads});
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      expect_matches_reference(out, model("squeeze_excite.expected.npy"));
+      auto bytes = read_file(out);
+      ASSERT_TRUE(bytes.ok());
+      if (first.empty()) first = *bytes;
+      EXPECT_EQ(*bytes, first) << level << " with " << threads << " threads";
+    }
+  }
+}
+
+// `kiln run model.onnx --pgle`: the model's own weights through the instrumented and the
+// optimised build, the profile written, the optimised build's output still PyTorch's.
+TEST(OnnxModelsTest, PgleProfilesAndRecompilesAModelWithItsWeights) {
+  TempDir dir;
+  std::string out = dir.file("out.npy"), profile = dir.file("profile");
+  ProcessResult r =
+      kiln_run(dir.file("cache"), {model("squeeze_excite_opset13.onnx"), "--input",
+                                   model("squeeze_excite.input.npy"), "--pgle", "--pgle-runs", "2",
+                                   "--repeat", "5", "--output", out, "--profile-out", profile});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("built the instrumented first pass"));
+  EXPECT_THAT(r.out, HasSubstr("pgle: recompiled with the profile of 2 runs"));
+  expect_matches_reference(out, model("squeeze_excite.expected.npy"));
+  ProcessResult show = run_process({kiln_binary(), "profile", "show", profile});
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_THAT(show.out, HasSubstr("main/matmul"));
+  // Run again: the optimised build is in the cache and nothing is profiled.
+  r = kiln_run(dir.file("cache"),
+               {model("squeeze_excite_opset13.onnx"), "--input", model("squeeze_excite.input.npy"),
+                "--pgle", "--repeat", "2", "--output", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("the PGLE-optimised executable came from the cache"));
+  expect_matches_reference(out, model("squeeze_excite.expected.npy"));
+}
+
 TEST(OnnxModelsTest, TransformerEncoderMatchesPyTorch) {
   expect_model_matches_pytorch("transformer");
 }

@@ -65,6 +65,10 @@ bool vectorizes_along_rows(mlir::linalg::GenericOp op) {
         !shaped.isLastDimUnitStride())
       return false;
     if (!shaped.getElementType().isIntOrIndexOrFloat()) return false;
+    // A vector of i1 is stored as packed bits, a memref of i1 one byte per element.
+    if (auto integer = mlir::dyn_cast<mlir::IntegerType>(shaped.getElementType());
+        integer && integer.getWidth() % 8 != 0)
+      return false;
   }
   llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   unsigned innermost = op.getNumLoops() - 1;

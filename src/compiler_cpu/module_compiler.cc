@@ -22,9 +22,9 @@
 #include "compiler_cpu/crash_recovery.h"
 #include "compiler_cpu/elementwise_vectorize.h"
 #include "compiler_cpu/llvm_codegen.h"
+#include "compiler_cpu/loop_collapse.h"
 #include "compiler_cpu/parallel_loops.h"
 #include "compiler_cpu/pgle_codegen.h"
-#include "compiler_cpu/reduction_collapse.h"
 #include "compiler_cpu/transform_scripts.h"
 #include "kiln/config.h"
 #include "kiln/file.h"
@@ -869,7 +869,7 @@ class MlirModuleCompiler : public ModuleCompiler {
                           const std::string& module_name) {
     std::set<int> elementwise_groups;
     if (elementwise) {
-      collapse_reduction_loops(*module);
+      collapse_short_loops(*module);
       elementwise_groups = prepare_elementwise(*module);
     }
     reshapes_to_reinterpret_casts(*module);

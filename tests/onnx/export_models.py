@@ -69,6 +69,28 @@ class Depthwise(torch.nn.Module):
         return self.strided(self.valid(x))
 
 
+class SqueezeExcite(torch.nn.Module):
+    """EfficientNet's pieces at odd sizes: SiLU after convolutions whose rows are shorter than a
+    vector (7 and 5 wide), a squeeze-and-excitation gate (global average pool, 1x1 convolutions,
+    sigmoid, channel scaling) and a global average pool before the classifier."""
+    def __init__(self):
+        super().__init__()
+        self.expand = torch.nn.Conv2d(6, 24, 1)
+        self.depthwise = torch.nn.Conv2d(24, 24, 3, stride=2, padding=1, groups=24)
+        self.reduce = torch.nn.Conv2d(24, 6, 1)
+        self.restore = torch.nn.Conv2d(6, 24, 1)
+        self.project = torch.nn.Conv2d(24, 12, 1)
+        self.fc = torch.nn.Linear(12, 5)
+
+    def forward(self, x):
+        x = torch.nn.functional.silu(self.expand(x))
+        x = torch.nn.functional.silu(self.depthwise(x))
+        gate = torch.nn.functional.adaptive_avg_pool2d(x, 1)
+        gate = torch.sigmoid(self.restore(torch.nn.functional.silu(self.reduce(gate))))
+        x = self.project(x * gate)
+        return self.fc(torch.flatten(torch.nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+
 def transformer():
     layer = torch.nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64,
                                              dropout=0.0, batch_first=True)
@@ -83,6 +105,8 @@ def build(name):
         return SmallCnn(), (1, 3, 16, 16)
     if name == "depthwise":
         return Depthwise(), (1, 5, 13, 11)
+    if name == "squeeze_excite":
+        return SqueezeExcite(), (1, 6, 13, 9)
     if name == "resnet18":
         return torchvision.models.resnet18(weights=None), (1, 3, 224, 224)
     if name == "mobilenet_v2":
@@ -148,8 +172,8 @@ def extras(out):
 
 def main():
     out = sys.argv[1]
-    names = sys.argv[2:] or ["mlp", "small_cnn", "depthwise", "transformer", "recurrent",
-                             "resnet18", "mobilenet_v2", "extras"]
+    names = sys.argv[2:] or ["mlp", "small_cnn", "depthwise", "squeeze_excite", "transformer",
+                             "recurrent", "resnet18", "mobilenet_v2", "extras"]
     os.makedirs(out, exist_ok=True)
     for name in names:
         if name == "extras":

@@ -211,8 +211,13 @@ int run_pgle(kiln::ProfileGuidedProgram& program, const kiln::EntryPoint& ep,
     std::printf("pgle: no recompile yet: %d of %d profiling runs done (raise --repeat)\n",
                 program.profiler()->runs_recorded(), program.profiler()->runs_wanted());
   }
-  for (size_t i = 0; i < results.size(); ++i)
+  for (size_t i = 0; i < results.size(); ++i) {
     std::cout << "result " << i << ": " << summarize(results[i]) << "\n";
+    if (i < args.outputs.size()) {
+      kiln::Status s = kiln::write_npy(args.outputs[i], results[i]);
+      if (!s.ok()) return fail(s);
+    }
+  }
   if (program.fdo_profile().empty()) return 0;
 
   auto profile = kiln::decode_fdo_profile(program.fdo_profile());
