@@ -231,7 +231,13 @@ void mark_absorbable_fills(mlir::ModuleOp module) {
     // No reduction step at all would leave the buffer unwritten.
     auto lhs = mlir::dyn_cast<mlir::MemRefType>(op->getOperand(0).getType());
     if (!lhs || !lhs.hasStaticShape() || lhs.getShape().back() < 1) return;
-    auto fill = mlir::dyn_cast_or_null<mlir::linalg::FillOp>(op->getPrevNode());
+    // Ops between that never see the buffer (a PGLE build's profile calls around each kernel)
+    // do not keep the fill apart from its contraction.
+    mlir::Operation* before = op->getPrevNode();
+    while (before != nullptr && !mlir::isa<mlir::linalg::FillOp>(before) &&
+           before->getNumRegions() == 0 && !touches(before, out))
+      before = before->getPrevNode();
+    auto fill = mlir::dyn_cast_or_null<mlir::linalg::FillOp>(before);
     if (!fill || fill.getDpsInitOperand(0)->get() != out) return;
     fill->setAttr(kAbsorbableAttr, b.getUnitAttr());
   });

@@ -160,7 +160,8 @@ void apply_pgle_flags(const RunArgs& args) {
 
 // `kiln run --pgle`: profiling runs, the one recompile, optimised runs, then the hottest kernels
 // before and after.
-int run_pgle(kiln::ProfileGuidedProgram& program, const kiln::EntryPoint& ep,
+// The entry is named by value: the recompile replaces (and may free) the executable it came from.
+int run_pgle(kiln::ProfileGuidedProgram& program, const std::string& entry,
              const std::vector<kiln::Buffer>& inputs, const RunArgs& args, int process_index) {
   const kiln::CompileReport& first = program.first_report();
   std::printf("pgle: %s (%s, key %s)\n",
@@ -181,7 +182,7 @@ int run_pgle(kiln::ProfileGuidedProgram& program, const kiln::EntryPoint& ep,
     // (and fault in) fresh memory, which the profile would charge to whichever candidate ran.
     results.clear();
     auto start = Clock::now();
-    auto out = program.execute(ep.name, inputs);
+    auto out = program.execute(entry, inputs);
     double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
     if (!out.ok()) return fail(out.status());
     if (program.recompiles() != recompiles) ms -= program.recompile_ms();  // reported below
@@ -376,9 +377,7 @@ int run_onnx_pgle(const RunArgs& args, const kiln::Client& client,
   if (!source.ok()) return fail(source.status());
   auto created = kiln::ProfileGuidedProgram::create(client, std::move(*source), options);
   if (!created.ok()) return fail(created.status());
-  auto entry = (*created)->executable()->find_entry(plain.entry());
-  if (!entry.ok()) return fail(entry.status());
-  return run_pgle(**created, **entry, *arguments, args, client.process_index());
+  return run_pgle(**created, plain.entry(), *arguments, args, client.process_index());
 }
 
 // `kiln run model.onnx`: weights bound from the model, inputs as onnx_inputs reads them.
@@ -625,7 +624,7 @@ int run_command(const RunArgs& args) {
     input_sets.push_back(std::move(inputs));
   }
   if (replicas > 1) return run_replicas(**exe, ep, input_sets, args);
-  if (program) return run_pgle(*program, ep, input_sets[0], args, (*client)->process_index());
+  if (program) return run_pgle(*program, ep.name, input_sets[0], args, (*client)->process_index());
   const std::vector<kiln::Buffer>& inputs = input_sets[0];
   std::vector<kiln::Buffer> results;
   double first_run_ms = 0, best_run_ms = 1e300;
