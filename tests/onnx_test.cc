@@ -70,20 +70,20 @@ void expect_model_matches_pytorch(const std::string& name) {
 
 TEST(OnnxModelsTest, MlpMatchesPyTorch) { expect_model_matches_pytorch("mlp"); }
 TEST(OnnxModelsTest, SmallCnnMatchesPyTorch) { expect_model_matches_pytorch("small_cnn"); }
-// Depthwise convolutions (stride 1 as vectorised taps, stride 2 as loops) at every effort level
-// and thread count: PyTorch's values, and the same bits at every thread count.
-TEST(OnnxModelsTest, DepthwiseConvolutionsMatchPyTorchAtEveryLevelAndThreadCount) {
+// `name` at O0 and O2 with 1-4 threads: PyTorch's values, and the same bits at every thread
+// count of a level.
+void expect_matches_pytorch_at_every_level_and_thread_count(const std::string& name) {
   TempDir dir;
-  std::string file = model("depthwise_opset13.onnx");
+  std::string file = model(name + "_opset13.onnx");
   for (const char* level : {"O0", "O2"}) {
     std::string first;
     for (const char* threads : {"1", "2", "3", "4"}) {
-      std::string out = dir.file(std::string("depthwise_") + level + threads + ".npy");
+      std::string out = dir.file(name + level + threads + ".npy");
       ProcessResult r = kiln_run(
-          dir.file("cache"), {file, "--input", model("depthwise.input.npy"), "--output", out, "-O",
+          dir.file("cache"), {file, "--input", model(name + ".input.npy"), "--output", out, "-O",
                               level, "--set", std::string("KILN_NUM_THREADS=") + threads});
       ASSERT_EQ(r.exit_code, 0) << r.err;
-      expect_matches_reference(out, model("depthwise.expected.npy"));
+      expect_matches_reference(out, model(name + ".expected.npy"));
       auto bytes = read_file(out);
       ASSERT_TRUE(bytes.ok());
       if (first.empty()) first = *bytes;
@@ -92,26 +92,15 @@ TEST(OnnxModelsTest, DepthwiseConvolutionsMatchPyTorchAtEveryLevelAndThreadCount
   }
 }
 
+// Depthwise convolutions: stride 1 as vectorised taps, stride 2 as loops.
+TEST(OnnxModelsTest, DepthwiseConvolutionsMatchPyTorchAtEveryLevelAndThreadCount) {
+  expect_matches_pytorch_at_every_level_and_thread_count("depthwise");
+}
+
 // SiLU on rows shorter than a vector, a squeeze-and-excitation gate and global average pools
-// (reassociated sums): PyTorch's values at every level, the same bits at every thread count.
+// (reassociated sums).
 TEST(OnnxModelsTest, SqueezeExcitationMatchesPyTorchAtEveryLevelAndThreadCount) {
-  TempDir dir;
-  std::string file = model("squeeze_excite_opset13.onnx");
-  for (const char* level : {"O0", "O2"}) {
-    std::string first;
-    for (const char* threads : {"1", "2", "3", "4"}) {
-      std::string out = dir.file(std::string("se_") + level + threads + ".npy");
-      ProcessResult r = kiln_run(
-          dir.file("cache"), {file, "--input", model("squeeze_excite.input.npy"), "--output", out,
-                              "-O", level, "--set", std::string("KILN_NUM_THREADS=") + threads});
-      ASSERT_EQ(r.exit_code, 0) << r.err;
-      expect_matches_reference(out, model("squeeze_excite.expected.npy"));
-      auto bytes = read_file(out);
-      ASSERT_TRUE(bytes.ok());
-      if (first.empty()) first = *bytes;
-      EXPECT_EQ(*bytes, first) << level << " with " << threads << " threads";
-    }
-  }
+  expect_matches_pytorch_at_every_level_and_thread_count("squeeze_excite");
 }
 
 // `kiln run model.onnx --pgle`: the model's own weights through the instrumented and the
