@@ -158,88 +158,76 @@ void apply_pgle_flags(const RunArgs& args) {
                             std::to_string(args.pgle_percentile));
 }
 
-// `kiln run --pgle`: profiling runs, the one recompile, optimised runs, then the hottest kernels
-// before and after.
-// The entry is named by value: the recompile replaces (and may free) the executable it came from.
-int run_pgle(kiln::ProfileGuidedProgram& program, const std::string& entry,
-             const std::vector<kiln::Buffer>& inputs, const RunArgs& args, int process_index) {
-  const kiln::CompileReport& first = program.first_report();
-  std::printf("pgle: %s (%s, key %s)\n",
-              first.pgle == "optimised (cached)"
-                  ? "the PGLE-optimised executable came from the cache; nothing to profile"
-              : first.pgle == "first pass" ? "built the instrumented first pass"
-                                           : "PGLE is not in effect",
-              first.cache.c_str(), first.key.c_str());
+// What the runs of `kiln run --pgle` measured: wall times by kind, the optimised build's kernel
+// costs, the last run's results.
+struct PgleRuns {
   std::vector<double> profiling_ms, optimised_ms;
   std::shared_ptr<kiln::PgleProfiler> final_costs;
   std::vector<kiln::Buffer> results;
+};
+
+// Profiling runs, the one recompile, optimised runs, each printed as it goes. The entry is named
+// by value: the recompile replaces (and may free) the executable it came from.
+kiln::Result<PgleRuns> pgle_runs(kiln::ProfileGuidedProgram& program, const std::string& entry,
+                                 const std::vector<kiln::Buffer>& inputs, int repeat) {
+  PgleRuns runs;
   double percentile = kiln::config::get_double("KILN_PGLE_AGGREGATION_PERCENTILE");
-  for (int r = 0; r < std::max(1, args.repeat); ++r) {
+  for (int r = 0; r < std::max(1, repeat); ++r) {
     bool profiling = program.profiling();
     bool warmup = profiling && program.profiler()->warming_up();
     int recompiles = program.recompiles();
     // The last run's results go first: held across the next run they would make it allocate
     // (and fault in) fresh memory, which the profile would charge to whichever candidate ran.
-    results.clear();
+    runs.results.clear();
     auto start = Clock::now();
-    auto out = program.execute(entry, inputs);
+    KILN_ASSIGN_OR_RETURN(runs.results, program.execute(entry, inputs));
     double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-    if (!out.ok()) return fail(out.status());
     if (program.recompiles() != recompiles) ms -= program.recompile_ms();  // reported below
-    results = std::move(*out);
-    if (!warmup) (profiling ? profiling_ms : optimised_ms).push_back(ms);
+    if (!warmup) (profiling ? runs.profiling_ms : runs.optimised_ms).push_back(ms);
     std::printf("run %2d: %9.3f ms  %s\n", r + 1, ms,
                 warmup      ? "warm-up (not measured)"
                 : profiling ? "profiling (contractions rotate their candidates)"
                             : "optimised");
-    if (program.recompiles() != recompiles) {
-      const kiln::CompileReport& re = program.last_report();
-      std::printf(
-          "pgle: recompiled with the profile of %d runs: cache %s, key %s, %.0f ms (compile "
-          "%.0f ms)\n"
-          "pgle: profile measured here %s, compiled with %s\n",
-          program.profiler()->runs_recorded(), re.cache.c_str(), re.key.c_str(),
-          program.recompile_ms(), re.compile_ms,
-          kiln::fdo_profile_digest(program.fdo_profile()).substr(0, 16).c_str(),
-          re.profile_digest.substr(0, 16).c_str());
-      if (!program.executable()->info().kernels.empty()) {
-        final_costs = std::make_shared<kiln::PgleProfiler>(1 << 30, percentile);
-        program.observe_runs(final_costs);
-      }
+    if (program.recompiles() == recompiles) continue;
+    const kiln::CompileReport& re = program.last_report();
+    std::printf(
+        "pgle: recompiled with the profile of %d runs: cache %s, key %s, %.0f ms (compile "
+        "%.0f ms)\n"
+        "pgle: profile measured here %s, compiled with %s\n",
+        program.profiler()->runs_recorded(), re.cache.c_str(), re.key.c_str(),
+        program.recompile_ms(), re.compile_ms,
+        kiln::fdo_profile_digest(program.fdo_profile()).substr(0, 16).c_str(),
+        re.profile_digest.substr(0, 16).c_str());
+    if (!program.executable()->info().kernels.empty()) {
+      runs.final_costs = std::make_shared<kiln::PgleProfiler>(1 << 30, percentile);
+      program.observe_runs(runs.final_costs);
     }
   }
-  if (program.recompiles() == 0 && first.pgle == "first pass") {
-    std::printf("pgle: no recompile yet: %d of %d profiling runs done (raise --repeat)\n",
-                program.profiler()->runs_recorded(), program.profiler()->runs_wanted());
-  }
-  for (size_t i = 0; i < results.size(); ++i) {
-    std::cout << "result " << i << ": " << summarize(results[i]) << "\n";
-    if (i < args.outputs.size()) {
-      kiln::Status s = kiln::write_npy(args.outputs[i], results[i]);
-      if (!s.ok()) return fail(s);
-    }
-  }
-  if (program.fdo_profile().empty()) return 0;
+  return runs;
+}
 
-  auto profile = kiln::decode_fdo_profile(program.fdo_profile());
-  if (!profile.ok()) return fail(profile.status());
+// Into --profile-out, else (in the cache's writer process, with the cache on) the cache
+// directory's profiles, a side cache.
+kiln::Status write_pgle_profile(const kiln::ProfileGuidedProgram& program, const RunArgs& args,
+                                int process_index) {
   std::string path = args.profile_out;
-  // The cache directory's profiles are a side cache: only the cache's writer process updates it.
   bool into_cache = path.empty() && kiln::config::get_bool("KILN_ENABLE_COMPILATION_CACHE") &&
                     process_index == kiln::config::get_int("KILN_CACHE_WRITER");
   if (into_cache) path = stored_profile_path(program.executable()->info().module_name);
-  if (!path.empty()) {
-    kiln::Status s = into_cache ? store_profile(path, program.fdo_profile())
-                                : kiln::write_file(path, program.fdo_profile());
-    if (!s.ok()) return fail(s);
-    std::printf("pgle: profile written to %s (kiln profile show prints it)\n", path.c_str());
-  }
+  if (path.empty()) return kiln::Status();
+  KILN_RETURN_IF_ERROR(into_cache ? store_profile(path, program.fdo_profile())
+                                  : kiln::write_file(path, program.fdo_profile()));
+  std::printf("pgle: profile written to %s (kiln profile show prints it)\n", path.c_str());
+  return kiln::Status();
+}
+
+// The hottest kernels: what the plain build's choice (candidate 0) cost in the first pass, what
+// PGLE chose, and what the optimised build measured; then the totals.
+void print_hottest_kernels(const kiln::FdoProfile& profile, const PgleRuns& runs) {
   kiln::FdoProfile final_profile;
-  if (final_costs) final_profile = final_costs->aggregate();
-  // The hottest kernels: what the plain build's choice (candidate 0) cost in the first pass, what
-  // PGLE chose, and what the optimised build measured.
+  if (runs.final_costs) final_profile = runs.final_costs->aggregate();
   std::vector<const kiln::KernelProfile*> order;
-  for (const auto& k : profile->kernels) order.push_back(&k);
+  for (const auto& k : profile.kernels) order.push_back(&k);
   auto plain_cost = [](const kiln::KernelProfile* k) {
     return k->candidate_ns.empty() || k->candidate_ns[0] < 0 ? k->best_ns() : k->candidate_ns[0];
   };
@@ -268,10 +256,40 @@ int run_pgle(kiln::ProfileGuidedProgram& program, const std::string& entry,
                 kiln::format_duration_ns(plain_total).c_str(),
                 kiln::format_duration_ns(final_total).c_str(),
                 double(plain_total) / double(final_total));
-  if (!profiling_ms.empty() && !optimised_ms.empty())
+  if (!runs.profiling_ms.empty() && !runs.optimised_ms.empty())
     std::printf("runs: median %.3f ms profiling, %.3f ms optimised: %.2fx\n",
-                median_of(profiling_ms), median_of(optimised_ms),
-                median_of(profiling_ms) / median_of(optimised_ms));
+                median_of(runs.profiling_ms), median_of(runs.optimised_ms),
+                median_of(runs.profiling_ms) / median_of(runs.optimised_ms));
+}
+
+// `kiln run --pgle`: the runs, the results, the profile written, the hottest kernels.
+int run_pgle(kiln::ProfileGuidedProgram& program, const std::string& entry,
+             const std::vector<kiln::Buffer>& inputs, const RunArgs& args, int process_index) {
+  const kiln::CompileReport& first = program.first_report();
+  std::printf("pgle: %s (%s, key %s)\n",
+              first.pgle == "optimised (cached)"
+                  ? "the PGLE-optimised executable came from the cache; nothing to profile"
+              : first.pgle == "first pass" ? "built the instrumented first pass"
+                                           : "PGLE is not in effect",
+              first.cache.c_str(), first.key.c_str());
+  auto runs = pgle_runs(program, entry, inputs, args.repeat);
+  if (!runs.ok()) return fail(runs.status());
+  if (program.recompiles() == 0 && first.pgle == "first pass") {
+    std::printf("pgle: no recompile yet: %d of %d profiling runs done (raise --repeat)\n",
+                program.profiler()->runs_recorded(), program.profiler()->runs_wanted());
+  }
+  for (size_t i = 0; i < runs->results.size(); ++i) {
+    std::cout << "result " << i << ": " << summarize(runs->results[i]) << "\n";
+    if (i < args.outputs.size()) {
+      kiln::Status s = kiln::write_npy(args.outputs[i], runs->results[i]);
+      if (!s.ok()) return fail(s);
+    }
+  }
+  if (program.fdo_profile().empty()) return 0;
+  auto profile = kiln::decode_fdo_profile(program.fdo_profile());
+  if (!profile.ok()) return fail(profile.status());
+  if (kiln::Status s = write_pgle_profile(program, args, process_index); !s.ok()) return fail(s);
+  print_hottest_kernels(*profile, *runs);
   return 0;
 }
 
