@@ -782,8 +782,9 @@ class Importer {
     line(s + " : " + type);
     return r;
   }
-  // One step of a sum. Float sums may be reassociated (ONNX fixes no summation order, and LLVM
-  // vectorises a reduction loop only when it may reorder the additions: 3-14x on pooling).
+  // One step of a sum. Float sums may be reassociated: ONNX fixes no summation order, and LLVM
+  // vectorises a reduction loop only when it may reorder the additions (a global average pool
+  // 2.3x faster over 56-long rows, 14x once kiln makes its rows one loop).
   std::string sum_step(const std::string& a, const std::string& v, const std::string& elem) {
     if (!is_float_type(elem)) return op("arith.addi", {a, v}, elem);
     std::string r = fresh();
