@@ -58,12 +58,6 @@ bool contiguous_or_broadcast(mlir::AffineMap map, unsigned innermost) {
   return true;
 }
 
-bool calls_math(mlir::linalg::GenericOp op) {
-  for (mlir::Operation& inner : op.getRegion().front())
-    if (inner.getDialect() != nullptr && inner.getDialect()->getNamespace() == "math") return true;
-  return false;
-}
-
 bool vectorizes_along_rows(mlir::linalg::GenericOp op) {
   if (op.getNumDpsInits() != 1 || op.getNumLoops() == 0) return false;
   if (op.getNumReductionLoops() != 0) return false;
@@ -120,6 +114,12 @@ std::string tile_sizes_text(int rank, int square_dimension) {
 }
 
 }  // namespace
+
+bool calls_math(mlir::linalg::GenericOp op) {
+  for (mlir::Operation& inner : op.getRegion().front())
+    if (inner.getDialect() != nullptr && inner.getDialect()->getNamespace() == "math") return true;
+  return false;
+}
 
 std::set<int> prepare_elementwise(mlir::ModuleOp module) {
   std::set<int> groups;

@@ -6,12 +6,18 @@
 
 namespace mlir {
 class ModuleOp;
+namespace linalg {
+class GenericOp;
 }
+}  // namespace mlir
 
 namespace kiln::cpu {
 
 // The mark prepare_elementwise puts on the generics it selects (their loop count).
 inline constexpr const char* kElementwiseAttr = "kiln.rows";
+
+// Whether the generic's body calls a math-dialect function (exp, tanh, sqrt...).
+bool calls_math(mlir::linalg::GenericOp op);
 
 // Marks the kernels of a bufferized module that kiln vectorises itself and returns their groups,
 // one transform script each:

@@ -19,6 +19,15 @@ bool uses_dims_from(mlir::AffineExpr expr, unsigned first) {
   return uses;
 }
 
+// An operand's dimensions grouped for a collapse: each of the first `head` alone, the rest as one.
+Groups head_then_tail(unsigned head, unsigned results) {
+  Groups groups;
+  for (unsigned r = 0; r < head; ++r) groups.push_back({static_cast<int64_t>(r)});
+  groups.push_back({});
+  for (unsigned r = head; r < results; ++r) groups.back().push_back(r);
+  return groups;
+}
+
 // How an elementwise kernel's operand reads its trailing loops [first, loops).
 enum class TailRead {
   kWalks,    // as its own trailing dimensions, in loop order, contiguous in memory
@@ -38,12 +47,9 @@ TailRead tail_read(mlir::AffineMap map, mlir::MemRefType type, unsigned first, u
   for (unsigned r = 0; r < head; ++r)
     if (uses_dims_from(map.getResult(r), first)) return TailRead::kOther;
   if (!walks) return TailRead::kIgnores;
-  Groups groups;
-  for (unsigned r = 0; r < head; ++r) groups.push_back({static_cast<int64_t>(r)});
-  groups.push_back({});
-  for (unsigned r = head; r < results; ++r) groups.back().push_back(r);
-  return mlir::memref::CollapseShapeOp::isGuaranteedCollapsible(type, groups) ? TailRead::kWalks
-                                                                              : TailRead::kOther;
+  return mlir::memref::CollapseShapeOp::isGuaranteedCollapsible(type, head_then_tail(head, results))
+             ? TailRead::kWalks
+             : TailRead::kOther;
 }
 
 bool has_index_ops(mlir::linalg::GenericOp op) {
@@ -92,11 +98,8 @@ void merge_trailing_loops(mlir::linalg::GenericOp op, unsigned first, mlir::IRRe
     llvm::SmallVector<mlir::AffineExpr> results(map.getResults());
     if (tail_read(map, type, first, loops) == TailRead::kWalks) {
       unsigned head = map.getNumResults() - (loops - first);
-      Groups groups;
-      for (unsigned r = 0; r < head; ++r) groups.push_back({static_cast<int64_t>(r)});
-      groups.push_back({});
-      for (unsigned r = head; r < map.getNumResults(); ++r) groups.back().push_back(r);
-      value = mlir::memref::CollapseShapeOp::create(rewriter, loc, value, groups);
+      value = mlir::memref::CollapseShapeOp::create(rewriter, loc, value,
+                                                    head_then_tail(head, map.getNumResults()));
       results.resize(head);
       results.push_back(mlir::getAffineDimExpr(first, context));
     }

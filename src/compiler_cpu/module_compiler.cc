@@ -364,12 +364,9 @@ bool recomputes_costly_math(mlir::OpOperand* operand) {
   auto consumer = mlir::dyn_cast<mlir::linalg::GenericOp>(operand->getOwner());
   if (!producer || !consumer || consumer.getMatchingIndexingMap(operand).isPermutation())
     return false;
-  for (mlir::Operation& inner : producer.getRegion().front()) {
+  if (calls_math(producer)) return true;
+  for (mlir::Operation& inner : producer.getRegion().front())
     if (mlir::isa<mlir::arith::DivFOp, mlir::arith::RemFOp>(inner)) return true;
-    if (mlir::Dialect* dialect = inner.getDialect();
-        dialect != nullptr && dialect->getNamespace() == "math")
-      return true;
-  }
   return false;
 }
 
