@@ -103,6 +103,12 @@ TEST(OnnxModelsTest, SqueezeExcitationMatchesPyTorchAtEveryLevelAndThreadCount) 
   expect_matches_pytorch_at_every_level_and_thread_count("squeeze_excite");
 }
 
+// Dense stride-1 convolutions as one product per kernel tap over the padded width: odd channel
+// counts, a 3x5 kernel with uneven pads, dilation, no padding.
+TEST(OnnxModelsTest, ShiftedTapConvolutionsMatchPyTorchAtEveryLevelAndThreadCount) {
+  expect_matches_pytorch_at_every_level_and_thread_count("shifted_convs");
+}
+
 // `kiln run model.onnx --pgle`: the model's own weights through the instrumented and the
 // optimised build, the profile written, the optimised build's output still PyTorch's.
 TEST(OnnxModelsTest, PgleProfilesAndRecompilesAModelWithItsWeights) {

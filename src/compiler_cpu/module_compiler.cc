@@ -415,6 +415,15 @@ void protect_entry_arguments(mlir::ModuleOp module) {
   }
 }
 
+// Whether `op`'s result reaches a kernel kiln vectorises, directly or through views of it.
+bool feeds_vectorized_kernel(mlir::Operation* op) {
+  return llvm::any_of(op->getUsers(), [](mlir::Operation* user) {
+    if (mlir::isa<mlir::memref::SubViewOp>(user)) return feeds_vectorized_kernel(user);
+    return mlir::isa<mlir::linalg::MatmulOp, mlir::linalg::BatchMatmulOp>(user) ||
+           user->hasAttr(kElementwiseAttr);
+  });
+}
+
 // A reshape of a contiguous buffer is only a new view of the same bytes. Feeding a contraction or
 // a kernel kiln vectorises, memref.expand_shape / collapse_shape make memref's alias folding and
 // the greedy driver's dead-code elimination undo each other forever (LLVM 22); the same view as a
@@ -431,11 +440,7 @@ void reshapes_to_reinterpret_casts(mlir::ModuleOp module) {
     if (!source || !target || !source.hasStaticShape() || !target.hasStaticShape() ||
         !source.getLayout().isIdentity() || !target.getLayout().isIdentity())
       continue;
-    bool feeds_vectorized = llvm::any_of(op->getUsers(), [](mlir::Operation* user) {
-      return mlir::isa<mlir::linalg::MatmulOp, mlir::linalg::BatchMatmulOp>(user) ||
-             user->hasAttr(kElementwiseAttr);
-    });
-    if (!feeds_vectorized) continue;
+    if (!feeds_vectorized_kernel(op)) continue;
     llvm::SmallVector<int64_t> strides(target.getRank(), 1);
     for (int64_t d = target.getRank() - 2; d >= 0; --d)
       strides[d] = strides[d + 1] * target.getDimSize(d + 1);

@@ -2956,10 +2956,80 @@ class Importer {
     Shape low = {0, 0}, high = {0, 0};
     low.insert(low.end(), win.low.begin(), win.low.end());
     high.insert(high.end(), win.high.begin(), win.high.end());
-    Value padded = pad(x, low, high, 0);
-    Value y = conv_core(padded, w, win.strides, win.dilations, group, win.out);
+    Value y;
+    if (int64_t extra_rows = shifted_tap_extra_rows(x, w, win, group); extra_rows >= 0) {
+      high[2] += extra_rows;
+      Value padded = pad(x, low, high, 0);
+      y = conv_as_shifted_matmuls(padded, w, win.dilations, win.out);
+    } else {
+      Value padded = pad(x, low, high, 0);
+      y = conv_core(padded, w, win.strides, win.dilations, group, win.out);
+    }
     if (has_input(2)) y = add_channel_bias(y, input(2));
     return y;
+  }
+
+  // Computing over the padded width costs (padded width / output width) more products; above
+  // this the gathered columns of conv_as_matmul are cheaper.
+  static constexpr double kMaxShiftedWidthOverhead = 1.15;
+
+  // The bottom rows conv_as_shifted_matmuls needs padded on beyond the convolution's own, or -1
+  // where it does not apply: one image, 2-D, float, one group, stride 1, a kernel wider than a
+  // pixel, and output rows wide enough that the padded width adds little work.
+  int64_t shifted_tap_extra_rows(const Value& x, const Value& w, const Window& win, int64_t group) {
+    if (x.shape.size() != 4 || x.shape[0] != 1 || group != 1 || !is_float_type(x.elem)) return -1;
+    for (int64_t d : x.shape)
+      if (d <= 0) return -1;
+    if (win.strides[0] != 1 || win.strides[1] != 1 || w.shape[2] * w.shape[3] == 1) return -1;
+    int64_t hp = x.shape[2] + win.low[0] + win.high[0];
+    int64_t wp = x.shape[3] + win.low[1] + win.high[1];
+    int64_t oh = win.out[0], ow = win.out[1];
+    if (ow <= 0 || oh <= 0 || double(wp) > kMaxShiftedWidthOverhead * double(ow)) return -1;
+    // The last tap reads `columns` values from its offset on.
+    int64_t last_offset =
+        (w.shape[2] - 1) * win.dilations[0] * wp + (w.shape[3] - 1) * win.dilations[1];
+    int64_t needed = last_offset + oh * wp - hp * wp;
+    return needed > 0 ? (needed + wp - 1) / wp : 0;
+  }
+
+  // A stride-1 2-D convolution of one image as one matrix product per kernel tap, accumulated:
+  // with the padded input flattened to (C, HP*WP), tap (i, j) multiplies its weights (F, C) by
+  // the input shifted by i*WP + j, a view of (C, OH*WP) — no gathered copy of the windows. Each
+  // product computes whole padded rows (WP wide): the last WP-OW columns of each output row wrap
+  // into the next row and are dropped by the view that is returned. The input's padding must reach
+  // the last tap's last read (shifted_tap_extra_rows).
+  Value conv_as_shifted_matmuls(Value& padded, Value& w, const Shape& dilations,
+                                const Shape& out_spatial) {
+    int64_t c = padded.shape[1], hp = padded.shape[2], wp = padded.shape[3];
+    int64_t f = w.shape[0], kh = w.shape[2], kw = w.shape[3];
+    int64_t oh = out_spatial[0], ow = out_spatial[1], columns = oh * wp;
+    std::string elem = padded.elem;
+    Value flat = reshape(padded, {c, hp * wp});
+    Value taps = prepared_weights(w, {2, 3, 0, 1}, {kh * kw, f, c});
+    std::string taps_ssa = ssa(taps), flat_ssa = ssa(flat);
+    std::string tap_type = tensor_type(elem, {f, c}), view_type = tensor_type(elem, {c, columns});
+    std::string out_type = tensor_type(elem, {f, columns});
+    std::string acc = filled(elem, {f, columns}, 0);
+    for (int64_t i = 0; i < kh; ++i)
+      for (int64_t j = 0; j < kw; ++j) {
+        int64_t offset = i * dilations[0] * wp + j * dilations[1];
+        std::string tap = fresh(), view = fresh(), sum = fresh();
+        line(tap + " = tensor.extract_slice " + taps_ssa + "[" + std::to_string(i * kw + j) +
+             ", 0, 0] [1, " + std::to_string(f) + ", " + std::to_string(c) +
+             "] [1, 1, 1] : " + taps.type() + " to " + tap_type);
+        line(view + " = tensor.extract_slice " + flat_ssa + "[0, " + std::to_string(offset) +
+             "] [" + std::to_string(c) + ", " + std::to_string(columns) +
+             "] [1, 1] : " + flat.type() + " to " + view_type);
+        line(sum + " = linalg.matmul ins(" + tap + ", " + view + " : " + tap_type + ", " +
+             view_type + ") outs(" + acc + " : " + out_type + ") -> " + out_type);
+        acc = sum;
+      }
+    Value wide;
+    wide.elem = elem;
+    wide.shape = {f, columns};
+    wide.ssa = acc;
+    Value rows = reshape(wide, {1, f, oh, wp});
+    return slice(rows, {0, 0, 0, 0}, {1, f, oh, ow}, {1, 1, 1, 1});
   }
 
   Value add_channel_bias(Value& y, Value& bias) {

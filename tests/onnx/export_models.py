@@ -91,6 +91,23 @@ class SqueezeExcite(torch.nn.Module):
         return self.fc(torch.flatten(torch.nn.functional.adaptive_avg_pool2d(x, 1), 1))
 
 
+class ShiftedConvs(torch.nn.Module):
+    """Dense stride-1 convolutions whose rows are wide enough to compute as one product per
+    kernel tap over the padded width: padded, 3x5 with uneven pads, dilated, unpadded, channel
+    counts that are no multiple of a vector, a residual."""
+    def __init__(self):
+        super().__init__()
+        self.padded = torch.nn.Conv2d(5, 7, 3, padding=1)
+        self.wide = torch.nn.Conv2d(7, 7, (3, 5), padding=(1, 2), bias=False)
+        self.dilated = torch.nn.Conv2d(7, 6, 3, padding=2, dilation=2)
+        self.valid = torch.nn.Conv2d(6, 3, 3)
+
+    def forward(self, x):
+        x = torch.relu(self.padded(x))
+        x = torch.relu(self.wide(x)) + x
+        return self.valid(torch.sigmoid(self.dilated(x)))
+
+
 def transformer():
     layer = torch.nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64,
                                              dropout=0.0, batch_first=True)
@@ -107,6 +124,8 @@ def build(name):
         return Depthwise(), (1, 5, 13, 11)
     if name == "squeeze_excite":
         return SqueezeExcite(), (1, 6, 13, 9)
+    if name == "shifted_convs":
+        return ShiftedConvs(), (1, 5, 9, 33)
     if name == "resnet18":
         return torchvision.models.resnet18(weights=None), (1, 3, 224, 224)
     if name == "mobilenet_v2":
@@ -172,8 +191,8 @@ def extras(out):
 
 def main():
     out = sys.argv[1]
-    names = sys.argv[2:] or ["mlp", "small_cnn", "depthwise", "squeeze_excite", "transformer",
-                             "recurrent", "resnet18", "mobilenet_v2", "extras"]
+    names = sys.argv[2:] or ["mlp", "small_cnn", "depthwise", "squeeze_excite", "shifted_convs",
+                             "transformer", "recurrent", "resnet18", "mobilenet_v2", "extras"]
     os.makedirs(out, exist_ok=True)
     for name in names:
         if name == "extras":
