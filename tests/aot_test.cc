@@ -120,7 +120,7 @@ TEST_F(CompileOnlyTest, ForThisHostItKeysLikeTheRealClientAndTheRealClientHitsIt
   auto bytes = compile_or_get_cached_serialized(*co, source_, CompileOptions(), &filled);
   log::remove_sink(sink);
   ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
-  EXPECT_EQ(filled.cache, "miss");
+  EXPECT_EQ(filled.cache, kiln::CacheOutcome::kMiss);
   bool routed = false;
   for (const std::string& l : lines)
     routed = routed || l.find("compiling through this machine's client") != std::string::npos;
@@ -131,7 +131,7 @@ TEST_F(CompileOnlyTest, ForThisHostItKeysLikeTheRealClientAndTheRealClientHitsIt
   CompileReport run;
   auto exe = compile_or_get_cached(shared_client(), source_, CompileOptions(), &run);
   ASSERT_TRUE(exe.ok());
-  EXPECT_EQ(run.cache, "hit");
+  EXPECT_EQ(run.cache, kiln::CacheOutcome::kHit);
   EXPECT_EQ(run.key, filled.key);
   EXPECT_FALSE(run.compiled);
 }
@@ -157,8 +157,8 @@ TEST_F(CompileOnlyTest, FollowsTheLoadingPathsLogsEventsAndCheckContents) {
   monitoring::remove_listener(listener);
   ASSERT_TRUE(first.ok() && second.ok()) << first.status().to_string();
   ASSERT_TRUE(third.ok()) << third.status().to_string();
-  EXPECT_EQ(miss.cache, "miss");
-  EXPECT_EQ(hit.cache, "hit");
+  EXPECT_EQ(miss.cache, kiln::CacheOutcome::kMiss);
+  EXPECT_EQ(hit.cache, kiln::CacheOutcome::kHit);
   EXPECT_TRUE(checked.compiled) << "check-contents recompiles the first lookup of a key";
   EXPECT_EQ(*first, *second);
   auto has_line = [&](const std::string& a, const std::string& b) {

@@ -59,12 +59,12 @@ TEST(CompilationCacheTest, TwoCachesInOneProcessNeverSeeEachOthersEntries) {
   ModuleSource source{kScale, "<test>"};
   CompileReport report;
   ASSERT_TRUE(a->compile_or_get_cached(shared_client(), source, {}, &report).ok());
-  EXPECT_EQ(report.cache, "miss");
+  EXPECT_EQ(report.cache, kiln::CacheOutcome::kMiss);
   ASSERT_TRUE(a->compile_or_get_cached(shared_client(), source, {}, &report).ok());
   EXPECT_TRUE(report.from_memory);
 
   ASSERT_TRUE(b->compile_or_get_cached(shared_client(), source, {}, &report).ok());
-  EXPECT_EQ(report.cache, "miss") << "B served an executable only A had";
+  EXPECT_EQ(report.cache, kiln::CacheOutcome::kMiss) << "B served an executable only A had";
   EXPECT_FALSE(report.from_memory);
   EXPECT_TRUE(report.compiled);
   EXPECT_EQ(entries_in(a_dir.path()), 1u);
@@ -78,7 +78,7 @@ TEST(CompilationCacheTest, TwoCachesInOneProcessNeverSeeEachOthersEntries) {
   // A fresh cache on A's directory (another process, or a restart) loads A's entry from disk.
   auto a_again = open_cache(a_dir.path());
   ASSERT_TRUE(a_again->compile_or_get_cached(shared_client(), source, {}, &report).ok());
-  EXPECT_EQ(report.cache, "hit");
+  EXPECT_EQ(report.cache, kiln::CacheOutcome::kHit);
   EXPECT_FALSE(report.from_memory);
 }
 
@@ -185,7 +185,7 @@ TEST(CompilationCacheTest, ADisabledCacheCompilesEveryTimeAndWritesNothing) {
   for (int i = 0; i < 2; ++i) {
     CompileReport report;
     ASSERT_TRUE((*cache)->compile_or_get_cached(shared_client(), source, {}, &report).ok());
-    EXPECT_EQ(report.cache, "off");
+    EXPECT_EQ(report.cache, kiln::CacheOutcome::kOff);
     EXPECT_TRUE(report.compiled);
   }
   EXPECT_FALSE(Env::posix()->file_exists(dir.file("entries")));
@@ -219,7 +219,7 @@ TEST(CompilationCacheTest, ExplainingLogsWritesAndHitsCarryTheKey) {
   CompileReport hit;
   ASSERT_TRUE((*second)->compile_or_get_cached(shared_client(), source, {}, &hit).ok());
   log::remove_sink(sink);
-  ASSERT_EQ(hit.cache, "hit");
+  ASSERT_EQ(hit.cache, kiln::CacheOutcome::kHit);
   bool wrote = false, hit_with_key = false;
   for (const auto& [level, message] : logs) {
     wrote =
@@ -321,7 +321,7 @@ TEST(CompilationCacheTest, ReadsDoNotWrite) {
     auto reader = CompilationCache::open(options);  // another process, say
     CompileReport report;
     ASSERT_TRUE((*reader)->compile_or_get_cached(shared_client(), source, {}, &report).ok());
-    ASSERT_EQ(report.cache, "hit");
+    ASSERT_EQ(report.cache, kiln::CacheOutcome::kHit);
     EXPECT_EQ((*reader)->counters()["hits"], 1);
     EXPECT_EQ(*read_file(dir.file("ledger.json")), *ledger_before) << "a hit rewrote the ledger";
     auto mtime = Env::posix()->mtime_micros(entry);
@@ -356,7 +356,7 @@ TEST(CompilationCacheTest, IrDumpsHappenOnHitsToo) {
     auto reader = fresh_process ? open_cache(dir.path()) : cache;
     CompileReport report;
     ASSERT_TRUE(reader->compile_or_get_cached(shared_client(), source, {}, &report).ok());
-    ASSERT_EQ(report.cache, "hit");
+    ASSERT_EQ(report.cache, kiln::CacheOutcome::kHit);
     EXPECT_EQ(report.from_memory, !fresh_process);
     EXPECT_TRUE(Env::posix()->file_exists(dumps.file(input)))
         << (fresh_process ? "a persistent hit" : "a memory hit") << " dumped nothing";

@@ -143,7 +143,7 @@ TEST_F(CompileCacheTest, MissWritesThenAFreshProcessHitsWithIdenticalResults) {
   CompileReport first;
   auto compiled = get(kAdd, &first);
   ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
-  EXPECT_EQ(first.cache, "miss");
+  EXPECT_EQ(first.cache, kiln::CacheOutcome::kMiss);
   EXPECT_EQ(first.module_name, "adder");
   EXPECT_EQ(first.key.rfind("adder-", 0), 0u);
   EXPECT_EQ(entry_count(), 1u);
@@ -156,7 +156,7 @@ TEST_F(CompileCacheTest, MissWritesThenAFreshProcessHitsWithIdenticalResults) {
   CompileReport second;
   auto loaded = get(kAdd, &second);
   ASSERT_TRUE(loaded.ok());
-  EXPECT_EQ(second.cache, "hit");
+  EXPECT_EQ(second.cache, kiln::CacheOutcome::kHit);
   EXPECT_FALSE(second.from_memory);
   EXPECT_EQ(second.key, first.key);
   EXPECT_EQ(events_["cache_hits"], 1);
@@ -185,7 +185,7 @@ TEST_F(CompileCacheTest, RepeatInOneProcessIsAMemoryHit) {
   ASSERT_TRUE(get(kAdd, &first).ok());
   auto again = get(kAdd, &second);
   ASSERT_TRUE(again.ok());
-  EXPECT_EQ(second.cache, "hit");
+  EXPECT_EQ(second.cache, kiln::CacheOutcome::kHit);
   EXPECT_TRUE(second.from_memory);
   EXPECT_EQ(events_["tasks_using_cache"], 1);  // once per process
 }
@@ -197,8 +197,9 @@ TEST_F(CompileCacheTest, ConcurrentRequestsForOneKeyCompileOnce) {
     threads.emplace_back([&, i] {
       CompileReport r;
       auto exe = get(kAdd, &r);
-      outcomes[i] =
-          exe.ok() ? r.cache + (r.from_memory ? "/memory" : "") : exe.status().to_string();
+      outcomes[i] = exe.ok()
+                        ? kiln::to_string(r.cache) + std::string(r.from_memory ? "/memory" : "")
+                        : exe.status().to_string();
     });
   }
   for (auto& t : threads) t.join();
@@ -268,7 +269,7 @@ TEST_F(CompileCacheTest, ReadErrorIsAWarningAndTheCompileGoesOn) {
   forget_memory();
   auto exe = get(kAdd, &r);
   ASSERT_TRUE(exe.ok());
-  EXPECT_EQ(r.cache, "miss");
+  EXPECT_EQ(r.cache, kiln::CacheOutcome::kMiss);
   auto warnings =
       logs_at(log::Level::kWarning,
               "Error reading persistent compilation cache entry for 'adder': IoError: ");
@@ -313,12 +314,12 @@ TEST_F(CompileCacheTest, ReadOnlyCacheDirectoryDegradesToCompileWithOneWarning) 
   size_t warnings_before = logs_at(log::Level::kWarning, "").size();
   auto exe = get(kAdd, &r);
   ASSERT_TRUE(exe.ok());
-  EXPECT_EQ(r.cache, "miss");
+  EXPECT_EQ(r.cache, kiln::CacheOutcome::kMiss);
   EXPECT_EQ(logs_at(log::Level::kWarning, "").size() - warnings_before, 1u);
   EXPECT_EQ(logs_at(log::Level::kWarning, "Permission denied").size(), 1u);
   auto hit = get(kMul, &r);  // reading still works
   ASSERT_TRUE(hit.ok());
-  EXPECT_EQ(r.cache, "hit");
+  EXPECT_EQ(r.cache, kiln::CacheOutcome::kHit);
 }
 
 TEST_F(CompileCacheTest, CorruptEntryIsAMissCountedAndHealedByTheNextWrite) {
@@ -331,13 +332,13 @@ TEST_F(CompileCacheTest, CorruptEntryIsAMissCountedAndHealedByTheNextWrite) {
   forget_memory();
   CompileReport corrupt;
   ASSERT_TRUE(get(kAdd, &corrupt).ok());
-  EXPECT_EQ(corrupt.cache, "miss");
+  EXPECT_EQ(corrupt.cache, kiln::CacheOutcome::kMiss);
   EXPECT_EQ(events_["cache_corrupt"], 1);
   EXPECT_EQ(logs_at(log::Level::kWarning, "is corrupt").size(), 1u);
   forget_memory();
   CompileReport healed;
   ASSERT_TRUE(get(kAdd, &healed).ok());
-  EXPECT_EQ(healed.cache, "hit");
+  EXPECT_EQ(healed.cache, kiln::CacheOutcome::kHit);
 }
 
 TEST_F(CompileCacheTest, CheckContentsRaisesOnAMismatchEvenWithoutRaiseMode) {
@@ -392,7 +393,7 @@ TEST_F(CompileCacheTest, CacheOffComputesNoKeyAndSendsTheDisabledEventOnce) {
   CompileReport r;
   ASSERT_TRUE(get(kAdd, &r).ok());
   ASSERT_TRUE(get(kMul, &r).ok());
-  EXPECT_EQ(r.cache, "off");
+  EXPECT_EQ(r.cache, kiln::CacheOutcome::kOff);
   EXPECT_EQ(r.key, "");
   EXPECT_EQ(events_["task_disabled_cache"], 1);
   EXPECT_EQ(events_["compile_requests_use_cache"], 0);

@@ -66,14 +66,14 @@ TEST_F(HostCallbackTest, ANewCallableUnderTheSameNameIsAHitAndIsTheOneCalled) {
   CompileReport r1, r2, r3;
   auto exe = get(4, &r1);
   ASSERT_TRUE(exe.ok());
-  EXPECT_EQ(r1.cache, "miss");
+  EXPECT_EQ(r1.cache, kiln::CacheOutcome::kMiss);
   register_host_callback("observe", [&](const std::vector<Buffer>&) {
     ++second;
     return Status();
   });
   auto again = get(4, &r2);
   ASSERT_TRUE(again.ok());
-  EXPECT_EQ(r2.cache, "hit");
+  EXPECT_EQ(r2.cache, kiln::CacheOutcome::kHit);
   ASSERT_TRUE((*again)->execute("main", {Buffer(DType::kF32, {4})}).ok());
   EXPECT_EQ(first, 0);
   EXPECT_EQ(second, 1);
@@ -82,7 +82,7 @@ TEST_F(HostCallbackTest, ANewCallableUnderTheSameNameIsAHitAndIsTheOneCalled) {
   ASSERT_TRUE(config::set("KILN_CACHE_DIR", dir_.path()).ok());
   auto loaded = get(4, &r3);
   ASSERT_TRUE(loaded.ok());
-  EXPECT_EQ(r3.cache, "hit");
+  EXPECT_EQ(r3.cache, kiln::CacheOutcome::kHit);
   EXPECT_FALSE(r3.from_memory);
   ASSERT_TRUE((*loaded)->execute("main", {Buffer(DType::kF32, {4})}).ok());
   EXPECT_EQ(second, 2);
@@ -93,7 +93,7 @@ TEST_F(HostCallbackTest, AChangedSignatureIsAMiss) {
   CompileReport four, eight;
   ASSERT_TRUE(get(4, &four).ok());
   ASSERT_TRUE(get(8, &eight).ok());
-  EXPECT_EQ(eight.cache, "miss");
+  EXPECT_EQ(eight.cache, kiln::CacheOutcome::kMiss);
   EXPECT_NE(four.key, eight.key);
 }
 

@@ -195,7 +195,7 @@ void expect_close(const Buffer& a, const Buffer& b) {
 TEST_F(PgleFlowTest, ProfilesNRunsRecompilesOnceAndNeverAgain) {
   auto p = program();
   ASSERT_NE(p, nullptr);
-  EXPECT_EQ(p->first_report().pgle, "first pass");
+  EXPECT_EQ(p->first_report().pgle, kiln::PgleStage::kFirstPass);
   EXPECT_TRUE(p->first_report().compiled);
   std::shared_ptr<Executable> first_pass = p->executable();
   // Every kernel after fusion: two fills, two contractions (three candidates each), bias+ReLU.
@@ -218,7 +218,7 @@ TEST_F(PgleFlowTest, ProfilesNRunsRecompilesOnceAndNeverAgain) {
     // One warm-up execution (KILN_PGLE_WARMUP_RUNS), then three profiling runs.
     EXPECT_EQ(p->recompiles(), run < 4 ? 0 : 1) << "after run " << run;
   }
-  EXPECT_EQ(p->last_report().pgle, "optimised");
+  EXPECT_EQ(p->last_report().pgle, kiln::PgleStage::kOptimised);
   EXPECT_TRUE(p->last_report().compiled);
   EXPECT_NE(p->executable(), first_pass);
   EXPECT_NE(p->last_report().key, p->first_report().key);
@@ -265,8 +265,8 @@ TEST_F(PgleFlowTest, Case1ThePgleEntryIsLoadedAndNothingIsProfiled) {
   forget_memory();
   auto p = program();
   ASSERT_NE(p, nullptr);
-  EXPECT_EQ(p->first_report().pgle, "optimised (cached)");
-  EXPECT_EQ(p->first_report().cache, "hit");
+  EXPECT_EQ(p->first_report().pgle, kiln::PgleStage::kOptimisedCached);
+  EXPECT_EQ(p->first_report().cache, kiln::CacheOutcome::kHit);
   EXPECT_FALSE(p->first_report().compiled);
   EXPECT_FALSE(p->profiling());
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(p->execute("main", inputs_).ok());
@@ -283,13 +283,13 @@ TEST_F(PgleFlowTest, ThePgleKeyDoesNotDependOnTheProfileBytes) {
   with_b.fdo_profile = b.fdo_profile();
   CompileReport first, second;
   ASSERT_TRUE(compile_or_get_cached(testing::shared_client(), source_, with_a, &first).ok());
-  EXPECT_EQ(first.pgle, "optimised");
+  EXPECT_EQ(first.pgle, kiln::PgleStage::kOptimised);
   EXPECT_EQ(first.profile_digest.size(), 64u);
   forget_memory();
   ASSERT_TRUE(compile_or_get_cached(testing::shared_client(), source_, with_b, &second).ok());
   EXPECT_EQ(second.key, first.key);
-  EXPECT_EQ(second.cache, "hit");
-  EXPECT_EQ(second.pgle, "optimised (cached)");
+  EXPECT_EQ(second.cache, kiln::CacheOutcome::kHit);
+  EXPECT_EQ(second.pgle, kiln::PgleStage::kOptimisedCached);
 }
 
 TEST_F(PgleFlowTest, FirstPassPgleAndPlainBuildsHaveThreeDifferentKeys) {
@@ -304,7 +304,7 @@ TEST_F(PgleFlowTest, FirstPassPgleAndPlainBuildsHaveThreeDifferentKeys) {
   ASSERT_TRUE(config::set("KILN_ENABLE_PGLE", "false").ok());
   ASSERT_TRUE(
       compile_or_get_cached(testing::shared_client(), source_, CompileOptions(), &plain).ok());
-  EXPECT_EQ(plain.pgle, "");
+  EXPECT_EQ(plain.pgle, kiln::PgleStage::kNone);
   EXPECT_NE(first_pass.key, optimised.key);
   EXPECT_NE(first_pass.key, plain.key);
   EXPECT_NE(optimised.key, plain.key);
@@ -369,7 +369,7 @@ TEST_F(PgleFlowTest, ACorruptOrForeignProfileIsRefusedAndThePlainBuildIsUsed) {
     CompileReport report;
     auto exe = compile_or_get_cached(testing::shared_client(), source_, options, &report);
     ASSERT_TRUE(exe.ok()) << exe.status().to_string();
-    EXPECT_EQ(report.pgle, "profile rejected");
+    EXPECT_EQ(report.pgle, kiln::PgleStage::kProfileRejected);
     EXPECT_EQ(report.key, plain.key);  // the plain build, never the PGLE entry
     EXPECT_TRUE((*exe)->info().kernels.empty());
   }
@@ -388,7 +388,7 @@ TEST_F(PgleFlowTest, Case1bExpectPgleWarnsWhenOnlyThePlainEntryIsThere) {
   CompileReport report;
   ASSERT_TRUE(
       compile_or_get_cached(testing::shared_client(), source_, CompileOptions(), &report).ok());
-  EXPECT_EQ(report.cache, "hit");
+  EXPECT_EQ(report.cache, kiln::CacheOutcome::kHit);
   EXPECT_TRUE(logged(log::Level::kWarning,
                      "PERSISTENT CACHE MISS for PGLE-optimized pgle_mlp despite non-PGLE hit; it "
                      "may not have been executed enough times when the cache was populated"));
@@ -399,7 +399,7 @@ TEST_F(PgleFlowTest, ExpectPgleWarnsWhenItWritesAndLoadsThePgleEntry) {
   CompileReport report;
   ASSERT_TRUE(
       compile_or_get_cached(testing::shared_client(), source_, CompileOptions(), &report).ok());
-  EXPECT_EQ(report.cache, "miss");
+  EXPECT_EQ(report.cache, kiln::CacheOutcome::kMiss);
   EXPECT_TRUE(logged(log::Level::kWarning,
                      "PERSISTENT CACHE WRITE with key '" + report.key +
                          "' for 'pgle_mlp': this is unexpected because "
@@ -414,8 +414,8 @@ TEST_F(PgleFlowTest, ExpectPgleWarnsWhenItWritesAndLoadsThePgleEntry) {
   ASSERT_TRUE(config::set("KILN_COMPILATION_CACHE_EXPECT_PGLE", "true").ok());
   ASSERT_TRUE(
       compile_or_get_cached(testing::shared_client(), source_, CompileOptions(), &report).ok());
-  EXPECT_EQ(report.pgle, "optimised (cached)");
-  EXPECT_EQ(report.cache, "hit");
+  EXPECT_EQ(report.pgle, kiln::PgleStage::kOptimisedCached);
+  EXPECT_EQ(report.cache, kiln::CacheOutcome::kHit);
   EXPECT_TRUE(logged(log::Level::kInfo, "PGLE-optimized pgle_mlp loaded from compilation cache"));
 }
 

@@ -228,16 +228,16 @@ TEST_F(RemoteCacheTest, ASecondMachineHitsTheRemoteAndCopiesTheEntryLocally) {
   RedisServer server;
   TempDir first, second;
   CompileReport a = run_on(first.path(), server.url(), "secret");
-  EXPECT_EQ(a.cache, "miss");
+  EXPECT_EQ(a.cache, kiln::CacheOutcome::kMiss);
   CompileReport b = run_on(second.path(), server.url(), "secret");
-  EXPECT_EQ(b.cache, "hit");
+  EXPECT_EQ(b.cache, kiln::CacheOutcome::kHit);
   EXPECT_EQ(b.key, a.key);
   EXPECT_EQ(counter("remote_hits"), 1);
   EXPECT_EQ(ledger_counter(second.path(), "remote_hits"), 0);  // counted, not written
   EXPECT_TRUE(Env::posix()->file_exists(second.path() + "/entries/" + a.key + ".kce"));
   server.stop();  // the local copy now serves on its own
   CompileReport c = run_on(second.path(), server.url(), "secret");
-  EXPECT_EQ(c.cache, "hit");
+  EXPECT_EQ(c.cache, kiln::CacheOutcome::kHit);
 }
 
 TEST_F(RemoteCacheTest, TamperedAndForeignSecretEntriesAreRejectedAndRecompiled) {
@@ -250,7 +250,7 @@ TEST_F(RemoteCacheTest, TamperedAndForeignSecretEntriesAreRejectedAndRecompiled)
   value[value.size() - 10] ^= 0x01;  // a well-formed entry with one changed byte
   ASSERT_TRUE((*kv)->set(remote_key, value).ok());
   CompileReport b = run_on(tampered_reader.path(), server.url(), "secret");
-  EXPECT_EQ(b.cache, "miss");
+  EXPECT_EQ(b.cache, kiln::CacheOutcome::kMiss);
   EXPECT_GE(counter("remote_rejected"), 1);
   EXPECT_THAT(warnings_, ::testing::Contains(HasSubstr("failed authentication")));
 
@@ -259,7 +259,7 @@ TEST_F(RemoteCacheTest, TamperedAndForeignSecretEntriesAreRejectedAndRecompiled)
   (void)(*kv)->remove(remote_key);
   run_on(other_writer.path(), server.url(), "another secret");
   CompileReport c = run_on(other_secret_reader.path(), server.url(), "secret");
-  EXPECT_EQ(c.cache, "miss");
+  EXPECT_EQ(c.cache, kiln::CacheOutcome::kMiss);
   EXPECT_GE(counter("remote_rejected"), 1);
 
   // Written without a secret: a reader that requires one rejects it.
@@ -267,18 +267,18 @@ TEST_F(RemoteCacheTest, TamperedAndForeignSecretEntriesAreRejectedAndRecompiled)
   (void)(*kv)->remove(remote_key);
   run_on(unsigned_writer.path(), server.url(), "");
   CompileReport d = run_on(strict_reader.path(), server.url(), "secret");
-  EXPECT_EQ(d.cache, "miss");
+  EXPECT_EQ(d.cache, kiln::CacheOutcome::kMiss);
 }
 
 TEST_F(RemoteCacheTest, ADownRemoteIsAWarningAndALocalCompile) {
   TempDir local;
   int port = free_loopback_port();  // nothing listens there
   CompileReport r = run_on(local.path(), "redis://127.0.0.1:" + std::to_string(port), "s");
-  EXPECT_EQ(r.cache, "miss");
+  EXPECT_EQ(r.cache, kiln::CacheOutcome::kMiss);
   EXPECT_THAT(warnings_, ::testing::Contains(HasSubstr("compiling locally")));
   EXPECT_GE(counter("remote_errors"), 1);
   CompileReport again = run_on(local.path(), "redis://127.0.0.1:" + std::to_string(port), "s");
-  EXPECT_EQ(again.cache, "hit");  // the local tier still works
+  EXPECT_EQ(again.cache, kiln::CacheOutcome::kHit);  // the local tier still works
 }
 
 TEST_F(RemoteCacheTest, ASlowRemoteTimesOutPerRequestAndIsThenSkipped) {
@@ -298,7 +298,7 @@ TEST_F(RemoteCacheTest, ASlowRemoteTimesOutPerRequestAndIsThenSkipped) {
   CompileReport r = run_on(local.path(), url, "s");
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   close(listener);
-  EXPECT_EQ(r.cache, "miss");
+  EXPECT_EQ(r.cache, kiln::CacheOutcome::kMiss);
   EXPECT_GE(counter("remote_timeouts"), 1);
   EXPECT_THAT(warnings_, ::testing::Contains(HasSubstr("skipping the remote cache for 30 s")));
   EXPECT_LT(seconds, 5.0);  // three 100 ms timeouts, then no more waiting

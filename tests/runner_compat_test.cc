@@ -189,8 +189,8 @@ TEST(RunnerFlagsTest, MatrixLayoutFlagsAsMlirRunnerTakesThemEachWithItsOwnCacheE
     outputs.insert(want.out);
   }
   EXPECT_EQ(outputs.size(), 2u) << "the layouts should compute different things";
-  ProcessResult bad = run_process({kiln_binary(), "run", program, "--no-cache",
-                                   "-matrix-default-layout=diagonal"});
+  ProcessResult bad =
+      run_process({kiln_binary(), "run", program, "--no-cache", "-matrix-default-layout=diagonal"});
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_THAT(bad.err, HasSubstr("KILN_MATRIX_DEFAULT_LAYOUT"));
 }

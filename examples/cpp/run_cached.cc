@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", outputs.status().to_string().c_str());
     return 1;
   }
-  std::printf("cache %s, %zu result(s); first value %g\n", report.cache.c_str(), outputs->size(),
-              outputs->empty() ? 0.0 : (*outputs)[0].element_as_double(0));
+  std::printf("cache %s, %zu result(s); first value %g\n", kiln::to_string(report.cache),
+              outputs->size(), outputs->empty() ? 0.0 : (*outputs)[0].element_as_double(0));
   return 0;
 }

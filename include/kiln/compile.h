@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -20,20 +21,36 @@
 
 namespace kiln {
 
+// Whether the persistent cache was in play, and whether it held the executable.
+enum class CacheOutcome { kOff, kMiss, kHit };
+// This process's part in a compile shared by the processes of a job.
+enum class SharedRole { kNone, kLeader, kFollower };
+// PGLE's part in a compile: none, the instrumented first pass, the build optimised with a
+// profile (compiled now, or found in the cache), or a profile refused (compiled without it).
+enum class PgleStage { kNone, kFirstPass, kOptimised, kOptimisedCached, kProfileRejected };
+
+// The words logs, `kiln run`, --json and Python use: "off" / "miss" / "hit"; "" / "leader" /
+// "follower"; "" / "first pass" / "optimised" / "optimised (cached)" / "profile rejected".
+KILN_EXPORT const char* to_string(CacheOutcome outcome);
+KILN_EXPORT const char* to_string(SharedRole role);
+KILN_EXPORT const char* to_string(PgleStage stage);
+inline std::ostream& operator<<(std::ostream& os, CacheOutcome v) { return os << to_string(v); }
+inline std::ostream& operator<<(std::ostream& os, SharedRole v) { return os << to_string(v); }
+inline std::ostream& operator<<(std::ostream& os, PgleStage v) { return os << to_string(v); }
+
 // What happened in one compile_or_get_cached call.
 struct KILN_EXPORT CompileReport {
-  std::string cache = "off";  // "hit", "miss" or "off"
-  bool from_memory = false;   // the hit came from this process's executable cache
+  CacheOutcome cache = CacheOutcome::kOff;
+  bool from_memory = false;  // the hit came from this process's executable cache
   std::string key;
   std::string module_name;
   std::string skipped_write;  // why a miss was not stored ("" when it was stored)
   bool compiled = false;      // this process ran the compiler
-  std::string shared;         // "leader" or "follower" when the compile was shared in a job
+  SharedRole shared = SharedRole::kNone;
   double key_ms = 0;
   double retrieval_ms = 0;
   double compile_ms = 0;
-  // PGLE: "" (not involved), "first pass", "optimised", "optimised (cached)", "profile rejected".
-  std::string pgle;
+  PgleStage pgle = PgleStage::kNone;
   // SHA-256 of the FDO profile this compile used (after sharing in a job); "" without one.
   std::string profile_digest;
 };

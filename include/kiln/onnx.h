@@ -119,6 +119,7 @@ class KILN_EXPORT OnnxModel {
       const std::vector<std::vector<int64_t>>& given) const;
 
  private:
+  friend class OnnxModelParser;
   static Result<OnnxModel> parse(FileBytes bytes, std::string name, std::string directory,
                                  bool fold_weights);
   struct WeightPayload {

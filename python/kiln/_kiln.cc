@@ -172,7 +172,7 @@ kiln::Buffer to_buffer(const py::handle& value, const kiln::TensorType& type, si
 
 py::dict report_dict(const kiln::CompileReport& r) {
   py::dict d;
-  d["cache"] = r.cache;
+  d["cache"] = kiln::to_string(r.cache);
   d["from_memory"] = r.from_memory;
   d["key"] = r.key;
   d["module"] = r.module_name;
@@ -181,8 +181,8 @@ py::dict report_dict(const kiln::CompileReport& r) {
   d["key_ms"] = r.key_ms;
   d["retrieval_ms"] = r.retrieval_ms;
   d["compile_ms"] = r.compile_ms;
-  d["pgle"] = r.pgle;
-  d["shared"] = r.shared;
+  d["pgle"] = kiln::to_string(r.pgle);
+  d["shared"] = kiln::to_string(r.shared);
   return d;
 }
 

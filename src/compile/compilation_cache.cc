@@ -153,7 +153,7 @@ Result<std::optional<DecodedCacheEntry>> read_entry(
 void record_hit(CompilationCache::State& s, const CacheKey& key, const DecodedCacheEntry& stored,
                 Clock::time_point read_start, CompileReport& report) {
   double retrieval_ms = ms_since(read_start);
-  report.cache = "hit";
+  report.cache = CacheOutcome::kHit;
   report.retrieval_ms = retrieval_ms;
   s.counters.add("hits");
   std::string line =
@@ -166,7 +166,7 @@ void record_hit(CompilationCache::State& s, const CacheKey& key, const DecodedCa
 }
 
 void record_miss(CompilationCache::State& s, const CacheKey& key, CompileReport& report) {
-  report.cache = "miss";
+  report.cache = CacheOutcome::kMiss;
   std::string miss =
       "PERSISTENT COMPILATION CACHE MISS for '" + key.module_name + "' with key '" + key.key + "'";
   s.options.explain_cache_misses ? log::warning(miss) : log::debug(miss);
@@ -214,14 +214,14 @@ Result<std::shared_ptr<Executable>> compile_missing(
   cache_parts::SharePlan share =
       cache_parts::plan_sharing(client, options, s.options.share_binary_between_hosts);
   if (share.active && !share.leader) {
-    report.shared = "follower";
+    report.shared = SharedRole::kFollower;
     return cache_parts::wait_for_leader(share, key, s.options.remote_secret,
                                         s.options.share_timeout_ms);
   }
   if (s.options.log_compiles) log::warning("Compiling '" + module + "'");
   auto compiled = compile_uncached(s, client, source, options, report);
   if (share.active) {
-    report.shared = "leader";
+    report.shared = SharedRole::kLeader;
     cache_parts::publish_to_followers(share, key, compiled, s.options.remote_secret);
   }
   if (!compiled.ok()) return compiled.status();
@@ -338,7 +338,7 @@ Result<std::shared_ptr<Executable>> CompilationCache::compile_or_get_cached(
                    profile.status().message() + "; compiling the plain build without it");
       options.fdo_profile.clear();
       options.pgle_build = PgleBuild::kPlain;
-      report.pgle = "profile rejected";
+      report.pgle = PgleStage::kProfileRejected;
     }
   }
   if (s.store() == nullptr) {
@@ -372,7 +372,7 @@ Result<std::shared_ptr<Executable>> CompilationCache::compile_or_get_cached(
   if (auto exe = s.memory.get(key.key)) {
     lock.unlock();
     dump_input_on_hit(source, key);
-    report.cache = "hit";
+    report.cache = CacheOutcome::kHit;
     report.from_memory = true;
     s.counters.add("requests");
     s.counters.add("hits");

@@ -58,6 +58,46 @@ Result<CacheKey> compute_cache_key(const Client& client, const ModuleSource& sou
                                   {flags.include_metadata_in_key, flags.key_tag}, store);
 }
 
+const char* to_string(CacheOutcome outcome) {
+  switch (outcome) {
+    case CacheOutcome::kOff:
+      return "off";
+    case CacheOutcome::kMiss:
+      return "miss";
+    case CacheOutcome::kHit:
+      return "hit";
+  }
+  return "?";
+}
+
+const char* to_string(SharedRole role) {
+  switch (role) {
+    case SharedRole::kNone:
+      return "";
+    case SharedRole::kLeader:
+      return "leader";
+    case SharedRole::kFollower:
+      return "follower";
+  }
+  return "?";
+}
+
+const char* to_string(PgleStage stage) {
+  switch (stage) {
+    case PgleStage::kNone:
+      return "";
+    case PgleStage::kFirstPass:
+      return "first pass";
+    case PgleStage::kOptimised:
+      return "optimised";
+    case PgleStage::kOptimisedCached:
+      return "optimised (cached)";
+    case PgleStage::kProfileRejected:
+      return "profile rejected";
+  }
+  return "?";
+}
+
 Result<std::shared_ptr<Executable>> compile_or_get_cached(const Client& client,
                                                           const ModuleSource& source,
                                                           const CompileOptions& options,

@@ -10,8 +10,8 @@ Result<KeyChoice> choose_key(const CompilationCacheOptions& o, const KeyFunction
                              CacheStore* store, const Client& client, CompileOptions options,
                              CompileReport& report, PgleProfiler* profiler) {
   bool auto_pgle = o.enable_pgle && o.pgle_profiling_runs > 0;
-  bool pgle_rules = (auto_pgle || o.expect_pgle) && report.pgle.empty();
-  bool with_profile = auto_pgle && !options.fdo_profile.empty() && report.pgle.empty();
+  bool pgle_rules = (auto_pgle || o.expect_pgle) && report.pgle == PgleStage::kNone;
+  bool with_profile = auto_pgle && !options.fdo_profile.empty() && report.pgle == PgleStage::kNone;
   // The first pass of PGLE is instrumented, so its options (and key) differ from the plain
   // build's; like the seed, expect-PGLE runs use them too so they find what PGLE runs stored.
   CompileOptions first_pass = options;
@@ -45,7 +45,7 @@ Result<KeyChoice> choose_key(const CompilationCacheOptions& o, const KeyFunction
     if (o.expect_pgle)
       log::info("PGLE-optimized " + pgle_key->module_name + " loaded from compilation cache");
     if (profiler != nullptr) profiler->disable();
-    report.pgle = "optimised (cached)";
+    report.pgle = PgleStage::kOptimisedCached;
     choice.key = pgle_key;
     return choice;
   }
@@ -57,7 +57,7 @@ Result<KeyChoice> choose_key(const CompilationCacheOptions& o, const KeyFunction
   }
   if (!with_profile) {
     // Case 3: still collecting (or only expecting): the instrumented first pass.
-    report.pgle = "first pass";
+    report.pgle = PgleStage::kFirstPass;
     choice.options = first_pass;
     return choice;
   }
@@ -70,7 +70,7 @@ Result<KeyChoice> choose_key(const CompilationCacheOptions& o, const KeyFunction
                           sync_profile(client, options, *empty_key,
                                        std::move(choice.options.fdo_profile), o.share_timeout_ms));
   }
-  report.pgle = "optimised";
+  report.pgle = PgleStage::kOptimised;
   report.profile_digest = sha256_hex(choice.options.fdo_profile);
   choice.options.pgle_build = PgleBuild::kOptimized;
   choice.key = pgle_key;
@@ -80,13 +80,13 @@ Result<KeyChoice> choose_key(const CompilationCacheOptions& o, const KeyFunction
 Status prepare_uncached_pgle(const CompilationCacheOptions& o, const KeyFunction& key_of,
                              const Client& client, CompileOptions& options, CompileReport& report) {
   bool auto_pgle = o.enable_pgle && o.pgle_profiling_runs > 0;
-  if (!(auto_pgle || o.expect_pgle) || !report.pgle.empty()) return Status();
+  if (!(auto_pgle || o.expect_pgle) || report.pgle != PgleStage::kNone) return Status();
   if (!auto_pgle || options.fdo_profile.empty()) {
-    report.pgle = "first pass";
+    report.pgle = PgleStage::kFirstPass;
     options.pgle_build = PgleBuild::kInstrumented;
     return Status();
   }
-  report.pgle = "optimised";
+  report.pgle = PgleStage::kOptimised;
   options.pgle_build = PgleBuild::kOptimized;
   CompileOptions no_profile = options;
   no_profile.pgle_build = PgleBuild::kPlain;

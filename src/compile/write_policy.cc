@@ -17,7 +17,7 @@ Status write_entry(const Client& client, CacheStore& store, Counters& counters, 
   };
   // kiln improves on the seed: a leader that is not the writer process still persists what only it
   // compiled.
-  if (client.process_index() != policy.writer_process && report.shared != "leader") {
+  if (client.process_index() != policy.writer_process && report.shared != SharedRole::kLeader) {
     skip("process " + std::to_string(client.process_index()) + " is not the cache writer (" +
              std::to_string(policy.writer_process) + ")",
          "not_writer");

@@ -315,210 +315,262 @@ Result<OnnxModel> OnnxModel::from_bytes(std::string bytes, std::string name, std
   return parse(std::move(held), std::move(name), std::move(directory), fold_weights);
 }
 
+// Reads a model's protobuf in two passes over the graph (the nodes first, to know which
+// initializers the importer reads and which values must be static), filling an OnnxModel.
+class OnnxModelParser {
+ public:
+  OnnxModelParser(OnnxModel& model, bool fold_weights) : model_(model), fold_(fold_weights) {}
+
+  Status parse() {
+    std::string_view all = model_.bytes_.view();
+    if (all.empty()) return malformed(model_.name_, "the file is empty");
+    bool have_graph = false;
+    WireReader top(all);
+    while (top.next()) {
+      if (top.number() == field::kModelIrVersion && top.wire_type() == kVarint) {
+        model_.ir_version_ = static_cast<int64_t>(top.value());
+      } else if (top.number() == field::kModelOpsetImport && top.wire_type() == kLengthDelimited) {
+        KILN_RETURN_IF_ERROR(read_opset(top.nested()));
+      } else if (top.number() == field::kModelGraph && top.wire_type() == kLengthDelimited) {
+        have_graph = true;
+        scan_nodes(top.nested());
+        KILN_RETURN_IF_ERROR(read_graph(top.nested()));
+      }
+    }
+    if (!top.ok()) return malformed(model_.name_, "bad protobuf framing at the top level");
+    if (!have_graph) return malformed(model_.name_, "no graph");
+    keep_real_inputs();
+    KILN_ASSIGN_OR_RETURN(model_.structure_digest_, structure_digest(all));
+    model_.fold_weights_ = fold_;
+    return Status();
+  }
+
+ private:
+  // One initializer as stored: its description, where its values are, and the byte ranges of
+  // its value fields in the file.
+  struct Initializer {
+    OnnxWeight weight;
+    OnnxModel::WeightPayload payload;
+    std::vector<std::pair<size_t, size_t>> payload_ranges;
+    bool external = false;
+  };
+
+  Status read_opset(WireReader opset) {
+    std::string domain;
+    int64_t version = 0;
+    while (opset.next()) {
+      if (opset.number() == field::kOpsetDomain && opset.wire_type() == kLengthDelimited)
+        domain = std::string(opset.payload());
+      else if (opset.number() == field::kOpsetVersion && opset.wire_type() == kVarint)
+        version = static_cast<int64_t>(opset.value());
+    }
+    if (!opset.ok()) return malformed(model_.name_, "bad opset_import");
+    if (domain == "ai.onnx") domain = "";
+    model_.opsets_[domain] = version;
+    return Status();
+  }
+
+  // The first pass over the nodes: which values the importer reads at import (initializers that
+  // stay folded) and which must be static (static slots and what they are computed from).
+  void scan_nodes(WireReader nodes) {
+    // Which node produces each value, to follow static slots back to the graph's inputs.
+    std::map<std::string, std::pair<std::string, std::vector<std::string>>> producers;
+    while (nodes.next()) {
+      if (nodes.number() != field::kGraphNode || nodes.wire_type() != kLengthDelimited) continue;
+      std::string op_type;
+      std::vector<std::string> node_inputs, node_outputs;
+      WireReader node = nodes.nested();
+      while (node.next()) {
+        if (node.wire_type() != kLengthDelimited) continue;
+        if (node.number() == field::kNodeInput) node_inputs.emplace_back(node.payload());
+        if (node.number() == field::kNodeOutput) node_outputs.emplace_back(node.payload());
+        if (node.number() == field::kNodeOpType) op_type = std::string(node.payload());
+      }
+      for (size_t k = 0; k < node_inputs.size(); ++k) {
+        if (onnx_input_read_at_import(op_type, int(k))) read_at_import_.insert(node_inputs[k]);
+        if (onnx_input_is_static_slot(op_type, int(k))) static_slots_.insert(node_inputs[k]);
+      }
+      for (const std::string& out : node_outputs) producers[out] = {op_type, node_inputs};
+    }
+    // A value computed from other values (a window length cast, then less one) is static when
+    // it feeds a static slot; Shape and Size read only their input's shape, so the walk stops
+    // there. Bounded: each value is visited once.
+    std::vector<std::string> pending(static_slots_.begin(), static_slots_.end());
+    while (!pending.empty()) {
+      std::string value = std::move(pending.back());
+      pending.pop_back();
+      auto it = producers.find(value);
+      if (it == producers.end()) continue;
+      const auto& [op_type, sources] = it->second;
+      if (op_type == "Shape" || op_type == "Size") continue;
+      for (const std::string& source : sources)
+        if (!source.empty() && static_slots_.insert(source).second) pending.push_back(source);
+    }
+  }
+
+  // The second pass: op counts, inputs and outputs, initializers.
+  Status read_graph(WireReader graph) {
+    while (graph.next()) {
+      uint32_t n = graph.number();
+      if (graph.wire_type() != kLengthDelimited) continue;
+      if (n == field::kGraphNode) {
+        KILN_RETURN_IF_ERROR(count_node(graph.nested()));
+      } else if (n == field::kGraphInput || n == field::kGraphOutput) {
+        KILN_ASSIGN_OR_RETURN(OnnxValueInfo info, read_value_info(graph.nested(), model_.name_));
+        (n == field::kGraphInput ? graph_inputs_ : model_.outputs_).push_back(std::move(info));
+      } else if (n == field::kGraphSparseInitializer) {
+        return unimplemented(model_.name_ +
+                             ": error: sparse initializers are not supported; store them dense");
+      } else if (n == field::kGraphInitializer) {
+        KILN_ASSIGN_OR_RETURN(Initializer initializer, read_initializer(graph.nested()));
+        KILN_RETURN_IF_ERROR(bind_or_fold(std::move(initializer)));
+      }
+    }
+    if (!graph.ok()) return malformed(model_.name_, "bad graph");
+    return Status();
+  }
+
+  Status count_node(WireReader node) {
+    std::string op_type, domain;
+    while (node.next()) {
+      if (node.wire_type() != kLengthDelimited) continue;
+      if (node.number() == field::kNodeOpType) op_type = std::string(node.payload());
+      if (node.number() == field::kNodeDomain) domain = std::string(node.payload());
+    }
+    if (!node.ok()) return malformed(model_.name_, "bad node");
+    if (domain == "ai.onnx") domain = "";
+    model_.op_counts_[domain.empty() ? op_type : domain + "." + op_type]++;
+    return Status();
+  }
+
+  Result<Initializer> read_initializer(WireReader tensor) {
+    Initializer out;
+    OnnxModel::WeightPayload& payload = out.payload;
+    while (tensor.next()) {
+      uint32_t t = tensor.number();
+      if (is_payload_field(t))
+        out.payload_ranges.push_back({tensor.field_begin(), tensor.field_end()});
+      if (t == field::kTensorDims) {
+        if (!tensor.append_int64s(&out.weight.dims)) break;
+      } else if (t == field::kTensorDataType && tensor.wire_type() == kVarint) {
+        out.weight.element_type = static_cast<int32_t>(tensor.value());
+      } else if (t == field::kTensorName && tensor.wire_type() == kLengthDelimited) {
+        out.weight.name = std::string(tensor.payload());
+      } else if ((t == field::kTensorRawData || t == field::kTensorFloatData ||
+                  t == field::kTensorDoubleData) &&
+                 tensor.wire_type() == kLengthDelimited) {
+        payload.offset = tensor.payload_begin();
+        payload.size = tensor.payload().size();
+      } else if ((t == field::kTensorFloatData || t == field::kTensorDoubleData) &&
+                 (tensor.wire_type() == kFixed32 || tensor.wire_type() == kFixed64)) {
+        payload.packed = false;  // one element per field: rare, decoded on demand
+      } else if (t == field::kTensorDataLocation && tensor.wire_type() == kVarint) {
+        out.external = tensor.value() == 1;
+      } else if (t == field::kTensorExternalData && tensor.wire_type() == kLengthDelimited) {
+        read_external_entry(tensor.nested(), payload);
+      }
+    }
+    if (!tensor.ok()) return malformed(model_.name_, "bad initializer '" + out.weight.name + "'");
+    return out;
+  }
+
+  static void read_external_entry(WireReader entry, OnnxModel::WeightPayload& payload) {
+    std::string key, value;
+    while (entry.next()) {
+      if (entry.wire_type() != kLengthDelimited) continue;
+      if (entry.number() == field::kEntryKey) key = std::string(entry.payload());
+      if (entry.number() == field::kEntryValue) value = std::string(entry.payload());
+    }
+    if (key == "location") payload.external_location = value;
+    if (key == "offset") payload.external_offset = std::atoll(value.c_str());
+    if (key == "length") payload.external_length = std::atoll(value.c_str());
+  }
+
+  // A bound weight becomes an argument of the code (its values left out of the digest); any
+  // other initializer is folded into the code (its values, external ones included, in the key).
+  Status bind_or_fold(Initializer initializer) {
+    OnnxWeight& weight = initializer.weight;
+    OnnxModel::WeightPayload& payload = initializer.payload;
+    initializer_names_.insert(weight.name);
+    int64_t count = 1;
+    for (int64_t d : weight.dims) {
+      if (d < 0 || (d > 0 && count > (int64_t(1) << 50) / d))
+        return malformed(model_.name_, "initializer '" + weight.name + "' has bad dimensions");
+      count *= d;
+    }
+    if (initializer.external && !safe_relative_path(payload.external_location))
+      return invalid_argument(model_.name_ + ": error: initializer '" + weight.name +
+                              "' names external data '" + payload.external_location +
+                              "' outside the model's directory");
+    bool read_at_import = read_at_import_.count(weight.name) > 0;
+    if (fold_ || !onnx_initializer_is_bound(weight.element_type, count, read_at_import)) {
+      if (initializer.external) folded_external_.push_back(payload);
+      return Status();
+    }
+    if (!payload.packed)
+      return unimplemented(model_.name_ + ": error: initializer '" + weight.name +
+                           "' stores its values unpacked; re-save the model");
+    if (!initializer.external) payload.external_location.clear();
+    excluded_.insert(excluded_.end(), initializer.payload_ranges.begin(),
+                     initializer.payload_ranges.end());
+    model_.weights_.push_back(std::move(weight));
+    model_.payloads_.push_back(std::move(payload));
+    return Status();
+  }
+
+  // The graph's inputs that are not initializers, each marked static when it feeds a static slot.
+  void keep_real_inputs() {
+    for (OnnxValueInfo& input : graph_inputs_) {
+      if (initializer_names_.count(input.name) > 0) continue;
+      input.is_static = static_slots_.count(input.name) > 0;
+      model_.inputs_.push_back(std::move(input));
+    }
+  }
+
+  Result<std::string> structure_digest(std::string_view all) {
+    Sha256 digest;
+    digest.update_framed("onnx-structure-v1");
+    size_t at = 0;
+    for (auto [begin, end] : excluded_) {
+      digest.update_framed(all.substr(at, begin - at));
+      digest.update_framed("<bound weight values>");
+      at = end;
+    }
+    digest.update_framed(all.substr(at));
+    for (const OnnxModel::WeightPayload& payload : folded_external_) {
+      std::string path = model_.directory_ + "/" + payload.external_location;
+      auto data = read_file(path);
+      if (!data.ok())
+        return not_found(model_.name_ + ": error: the external data file '" + path +
+                         "' cannot be read; keep it next to the model");
+      size_t offset = size_t(std::max<int64_t>(payload.external_offset, 0));
+      size_t length =
+          payload.external_length < 0 ? std::string::npos : size_t(payload.external_length);
+      digest.update_framed(payload.external_location);
+      digest.update_framed(offset < data->size() ? std::string_view(*data).substr(offset, length)
+                                                 : std::string_view());
+    }
+    return digest.hex();
+  }
+
+  OnnxModel& model_;
+  bool fold_;
+  // Byte ranges of bound weights' values: left out of the structure digest.
+  std::vector<std::pair<size_t, size_t>> excluded_;
+  std::vector<OnnxModel::WeightPayload> folded_external_;  // external data of folded initializers
+  std::vector<OnnxValueInfo> graph_inputs_;
+  std::set<std::string> static_slots_;    // graph values read to build the program
+  std::set<std::string> read_at_import_;  // initializers the importer reads: they stay folded
+  std::set<std::string> initializer_names_;
+};
+
 Result<OnnxModel> OnnxModel::parse(FileBytes bytes, std::string name, std::string directory,
                                    bool fold_weights) {
   OnnxModel model;
   model.name_ = std::move(name);
   model.directory_ = std::move(directory);
   model.bytes_ = std::move(bytes);
-  std::string_view all = model.bytes_.view();
-  if (all.empty()) return malformed(model.name_, "the file is empty");
-
-  // Byte ranges of bound weights' values: left out of the structure digest.
-  std::vector<std::pair<size_t, size_t>> excluded;
-  std::vector<WeightPayload> folded_external;  // external data of folded initializers
-  std::vector<OnnxValueInfo> graph_inputs;
-  std::set<std::string> static_slots;  // graph values read to build the program
-  std::vector<std::string> initializer_names;
-  bool have_graph = false;
-  WireReader top(all);
-  while (top.next()) {
-    if (top.number() == field::kModelIrVersion && top.wire_type() == kVarint) {
-      model.ir_version_ = static_cast<int64_t>(top.value());
-    } else if (top.number() == field::kModelOpsetImport && top.wire_type() == kLengthDelimited) {
-      std::string domain;
-      int64_t version = 0;
-      WireReader opset = top.nested();
-      while (opset.next()) {
-        if (opset.number() == field::kOpsetDomain && opset.wire_type() == kLengthDelimited)
-          domain = std::string(opset.payload());
-        else if (opset.number() == field::kOpsetVersion && opset.wire_type() == kVarint)
-          version = static_cast<int64_t>(opset.value());
-      }
-      if (!opset.ok()) return malformed(model.name_, "bad opset_import");
-      if (domain == "ai.onnx") domain = "";
-      model.opsets_[domain] = version;
-    } else if (top.number() == field::kModelGraph && top.wire_type() == kLengthDelimited) {
-      have_graph = true;
-      // Initializers the importer reads (see onnx_input_read_at_import) stay folded.
-      std::set<std::string> read_at_import;
-      // Which node produces each value, to follow static slots back to the graph's inputs.
-      std::map<std::string, std::pair<std::string, std::vector<std::string>>> producers;
-      WireReader nodes = top.nested();
-      while (nodes.next()) {
-        if (nodes.number() != field::kGraphNode || nodes.wire_type() != kLengthDelimited) continue;
-        std::string op_type;
-        std::vector<std::string> node_inputs, node_outputs;
-        WireReader node = nodes.nested();
-        while (node.next()) {
-          if (node.wire_type() != kLengthDelimited) continue;
-          if (node.number() == field::kNodeInput) node_inputs.emplace_back(node.payload());
-          if (node.number() == field::kNodeOutput) node_outputs.emplace_back(node.payload());
-          if (node.number() == field::kNodeOpType) op_type = std::string(node.payload());
-        }
-        for (size_t k = 0; k < node_inputs.size(); ++k) {
-          if (onnx_input_read_at_import(op_type, int(k))) read_at_import.insert(node_inputs[k]);
-          if (onnx_input_is_static_slot(op_type, int(k))) static_slots.insert(node_inputs[k]);
-        }
-        for (const std::string& out : node_outputs) producers[out] = {op_type, node_inputs};
-      }
-      // A value computed from other values (a window length cast, then less one) is static when
-      // it feeds a static slot; Shape and Size read only their input's shape, so the walk stops
-      // there. Bounded: each value is visited once.
-      std::vector<std::string> pending(static_slots.begin(), static_slots.end());
-      while (!pending.empty()) {
-        std::string value = std::move(pending.back());
-        pending.pop_back();
-        auto it = producers.find(value);
-        if (it == producers.end()) continue;
-        const auto& [op_type, sources] = it->second;
-        if (op_type == "Shape" || op_type == "Size") continue;
-        for (const std::string& source : sources)
-          if (!source.empty() && static_slots.insert(source).second) pending.push_back(source);
-      }
-      WireReader graph = top.nested();
-      while (graph.next()) {
-        uint32_t n = graph.number();
-        if (graph.wire_type() != kLengthDelimited) continue;
-        if (n == field::kGraphNode) {
-          std::string op_type, domain;
-          WireReader node = graph.nested();
-          while (node.next()) {
-            if (node.wire_type() != kLengthDelimited) continue;
-            if (node.number() == field::kNodeOpType) op_type = std::string(node.payload());
-            if (node.number() == field::kNodeDomain) domain = std::string(node.payload());
-          }
-          if (!node.ok()) return malformed(model.name_, "bad node");
-          if (domain == "ai.onnx") domain = "";
-          model.op_counts_[domain.empty() ? op_type : domain + "." + op_type]++;
-        } else if (n == field::kGraphInput || n == field::kGraphOutput) {
-          KILN_ASSIGN_OR_RETURN(OnnxValueInfo info, read_value_info(graph.nested(), model.name_));
-          (n == field::kGraphInput ? graph_inputs : model.outputs_).push_back(std::move(info));
-        } else if (n == field::kGraphSparseInitializer) {
-          return unimplemented(model.name_ +
-                               ": error: sparse initializers are not supported; store them dense");
-        } else if (n == field::kGraphInitializer) {
-          OnnxWeight weight;
-          WeightPayload payload;
-          std::vector<std::pair<size_t, size_t>> payload_ranges;
-          bool external = false;
-          WireReader tensor = graph.nested();
-          while (tensor.next()) {
-            uint32_t t = tensor.number();
-            if (is_payload_field(t))
-              payload_ranges.push_back({tensor.field_begin(), tensor.field_end()});
-            if (t == field::kTensorDims) {
-              if (!tensor.append_int64s(&weight.dims)) break;
-            } else if (t == field::kTensorDataType && tensor.wire_type() == kVarint) {
-              weight.element_type = static_cast<int32_t>(tensor.value());
-            } else if (t == field::kTensorName && tensor.wire_type() == kLengthDelimited) {
-              weight.name = std::string(tensor.payload());
-            } else if ((t == field::kTensorRawData || t == field::kTensorFloatData ||
-                        t == field::kTensorDoubleData) &&
-                       tensor.wire_type() == kLengthDelimited) {
-              payload.offset = tensor.payload_begin();
-              payload.size = tensor.payload().size();
-            } else if ((t == field::kTensorFloatData || t == field::kTensorDoubleData) &&
-                       (tensor.wire_type() == kFixed32 || tensor.wire_type() == kFixed64)) {
-              payload.packed = false;  // one element per field: rare, decoded on demand
-            } else if (t == field::kTensorDataLocation && tensor.wire_type() == kVarint) {
-              external = tensor.value() == 1;
-            } else if (t == field::kTensorExternalData && tensor.wire_type() == kLengthDelimited) {
-              std::string key, value;
-              WireReader entry = tensor.nested();
-              while (entry.next()) {
-                if (entry.wire_type() != kLengthDelimited) continue;
-                if (entry.number() == field::kEntryKey) key = std::string(entry.payload());
-                if (entry.number() == field::kEntryValue) value = std::string(entry.payload());
-              }
-              if (key == "location") payload.external_location = value;
-              if (key == "offset") payload.external_offset = std::atoll(value.c_str());
-              if (key == "length") payload.external_length = std::atoll(value.c_str());
-            }
-          }
-          if (!tensor.ok()) return malformed(model.name_, "bad initializer '" + weight.name + "'");
-          initializer_names.push_back(weight.name);
-          int64_t count = 1;
-          for (int64_t d : weight.dims) {
-            if (d < 0 || (d > 0 && count > (int64_t(1) << 50) / d))
-              return malformed(model.name_, "initializer '" + weight.name + "' has bad dimensions");
-            count *= d;
-          }
-          if (fold_weights || !onnx_initializer_is_bound(weight.element_type, count,
-                                                         read_at_import.count(weight.name) > 0)) {
-            // Folded into the code: its values are part of the key, external ones included.
-            if (external) {
-              if (!safe_relative_path(payload.external_location))
-                return invalid_argument(model.name_ + ": error: initializer '" + weight.name +
-                                        "' names external data '" + payload.external_location +
-                                        "' outside the model's directory");
-              folded_external.push_back(payload);
-            }
-            continue;
-          }
-          if (!payload.packed)
-            return unimplemented(model.name_ + ": error: initializer '" + weight.name +
-                                 "' stores its values unpacked; re-save the model");
-          if (external) {
-            if (!safe_relative_path(payload.external_location))
-              return invalid_argument(model.name_ + ": error: initializer '" + weight.name +
-                                      "' names external data '" + payload.external_location +
-                                      "' outside the model's directory");
-          } else {
-            payload.external_location.clear();
-          }
-          excluded.insert(excluded.end(), payload_ranges.begin(), payload_ranges.end());
-          model.weights_.push_back(std::move(weight));
-          model.payloads_.push_back(std::move(payload));
-        }
-      }
-      if (!graph.ok()) return malformed(model.name_, "bad graph");
-    }
-  }
-  if (!top.ok()) return malformed(model.name_, "bad protobuf framing at the top level");
-  if (!have_graph) return malformed(model.name_, "no graph");
-  for (OnnxValueInfo& input : graph_inputs) {
-    bool is_initializer = false;
-    for (const std::string& n : initializer_names) is_initializer |= n == input.name;
-    if (is_initializer) continue;
-    input.is_static = static_slots.count(input.name) > 0;
-    model.inputs_.push_back(std::move(input));
-  }
-
-  Sha256 digest;
-  digest.update_framed("onnx-structure-v1");
-  size_t at = 0;
-  for (auto [begin, end] : excluded) {
-    digest.update_framed(all.substr(at, begin - at));
-    digest.update_framed("<bound weight values>");
-    at = end;
-  }
-  digest.update_framed(all.substr(at));
-  for (const WeightPayload& payload : folded_external) {
-    std::string path = model.directory_ + "/" + payload.external_location;
-    auto data = read_file(path);
-    if (!data.ok())
-      return not_found(model.name_ + ": error: the external data file '" + path +
-                       "' cannot be read; keep it next to the model");
-    size_t offset = size_t(std::max<int64_t>(payload.external_offset, 0));
-    size_t length =
-        payload.external_length < 0 ? std::string::npos : size_t(payload.external_length);
-    digest.update_framed(payload.external_location);
-    digest.update_framed(offset < data->size() ? std::string_view(*data).substr(offset, length)
-                                               : std::string_view());
-  }
-  model.fold_weights_ = fold_weights;
-  model.structure_digest_ = digest.hex();
+  KILN_RETURN_IF_ERROR(OnnxModelParser(model, fold_weights).parse());
   return model;
 }
 

@@ -1,5 +1,3 @@
-#include "kiln/pgle.h"
-
 #include <xxhash.h>
 
 #include <algorithm>
@@ -9,6 +7,7 @@
 
 #include "core/digest.h"
 #include "kiln/config.h"
+#include "kiln/pgle.h"
 
 namespace kiln {
 namespace {

@@ -1,9 +1,8 @@
-#include "kiln/profile_guided.h"
-
 #include <chrono>
 
 #include "kiln/config.h"
 #include "kiln/logging.h"
+#include "kiln/profile_guided.h"
 
 namespace kiln {
 
@@ -29,7 +28,8 @@ Result<std::unique_ptr<ProfileGuidedProgram>> ProfileGuidedProgram::create(
                         program->compile(program->options_, &program->first_report_));
   program->last_report_ = program->first_report_;
   // Only an instrumented first pass has anything to measure.
-  if (program->executable_->info().kernels.empty() || program->first_report_.pgle != "first pass")
+  if (program->executable_->info().kernels.empty() ||
+      program->first_report_.pgle != PgleStage::kFirstPass)
     program->profiler_->disable();
   return program;
 }

@@ -203,7 +203,7 @@ int compile_command(const CompileArgs& args) {
   }
   if (args.fill_cache) {
     std::printf(
-        "cache: %s, key %s (%s, %zu devices)%s\n", report.cache.c_str(), report.key.c_str(),
+        "cache: %s, key %s (%s, %zu devices)%s\n", kiln::to_string(report.cache), report.key.c_str(),
         target_text.c_str(), (*client)->devices().size(),
         report.skipped_write.empty() ? "" : ("; not stored: " + report.skipped_write).c_str());
   }

@@ -194,7 +194,7 @@ kiln::Result<PgleRuns> pgle_runs(kiln::ProfileGuidedProgram& program, const std:
         "pgle: recompiled with the profile of %d runs: cache %s, key %s, %.0f ms (compile "
         "%.0f ms)\n"
         "pgle: profile measured here %s, compiled with %s\n",
-        program.profiler()->runs_recorded(), re.cache.c_str(), re.key.c_str(),
+        program.profiler()->runs_recorded(), kiln::to_string(re.cache), re.key.c_str(),
         program.recompile_ms(), re.compile_ms,
         kiln::fdo_profile_digest(program.fdo_profile()).substr(0, 16).c_str(),
         re.profile_digest.substr(0, 16).c_str());
@@ -267,14 +267,14 @@ int run_pgle(kiln::ProfileGuidedProgram& program, const std::string& entry,
              const std::vector<kiln::Buffer>& inputs, const RunArgs& args, int process_index) {
   const kiln::CompileReport& first = program.first_report();
   std::printf("pgle: %s (%s, key %s)\n",
-              first.pgle == "optimised (cached)"
+              first.pgle == kiln::PgleStage::kOptimisedCached
                   ? "the PGLE-optimised executable came from the cache; nothing to profile"
-              : first.pgle == "first pass" ? "built the instrumented first pass"
-                                           : "PGLE is not in effect",
-              first.cache.c_str(), first.key.c_str());
+              : first.pgle == kiln::PgleStage::kFirstPass ? "built the instrumented first pass"
+                                                          : "PGLE is not in effect",
+              kiln::to_string(first.cache), first.key.c_str());
   auto runs = pgle_runs(program, entry, inputs, args.repeat);
   if (!runs.ok()) return fail(runs.status());
-  if (program.recompiles() == 0 && first.pgle == "first pass") {
+  if (program.recompiles() == 0 && first.pgle == kiln::PgleStage::kFirstPass) {
     std::printf("pgle: no recompile yet: %d of %d profiling runs done (raise --repeat)\n",
                 program.profiler()->runs_recorded(), program.profiler()->runs_wanted());
   }
@@ -296,16 +296,16 @@ int run_pgle(kiln::ProfileGuidedProgram& program, const std::string& entry,
 void print_cache_line(const kiln::CompileReport& report, bool loaded_compiled) {
   if (loaded_compiled) {
     std::printf("cache: off (ran a compiled executable file)\n");
-  } else if (report.cache == "hit") {
+  } else if (report.cache == kiln::CacheOutcome::kHit) {
     std::printf("cache: hit%s, key %s (%.2f ms key, %.2f ms retrieval)\n",
                 report.from_memory ? " (memory)" : "", report.key.c_str(), report.key_ms,
                 report.retrieval_ms);
-  } else if (report.shared == "follower") {
+  } else if (report.shared == kiln::SharedRole::kFollower) {
     std::printf("cache: miss, key %s; loaded the executable the job's leader compiled\n",
                 report.key.c_str());
   } else {
     std::printf(
-        "cache: %s%s%s\n", report.cache.c_str(),
+        "cache: %s%s%s\n", kiln::to_string(report.cache),
         report.key.empty() ? "" : (", key " + report.key).c_str(),
         report.skipped_write.empty() ? "" : ("; not stored: " + report.skipped_write).c_str());
   }
@@ -431,7 +431,7 @@ int run_onnx(const RunArgs& args, const kiln::Client& client, const kiln::Compil
   double run_median = median_of(run_ms);
   if (args.json) {
     nlohmann::json out;
-    out["cache"] = report.cache;
+    out["cache"] = kiln::to_string(report.cache);
     out["key"] = report.key;
     out["module"] = exe->info().module_name;
     out["compiled"] = report.compiled;
@@ -552,6 +552,209 @@ CLI::App* add_run_command(CLI::App& app, RunArgs& run) {
   return run_cmd;
 }
 
+// The flags `kiln run`'s options set for this process.
+kiln::Status apply_run_flags(const RunArgs& args) {
+  if (args.no_cache) (void)kiln::config::set("KILN_ENABLE_COMPILATION_CACHE", "false");
+  if (args.expect_pgle) (void)kiln::config::set("KILN_COMPILATION_CACHE_EXPECT_PGLE", "true");
+  if (args.verify_runtime || args.verify_runtime_continue)
+    (void)kiln::config::set("KILN_VERIFY_RUNTIME", "true");
+  if (args.verify_runtime_continue) (void)kiln::config::set("KILN_VERIFY_RUNTIME_CONTINUE", "true");
+  if (args.matrix_allow_contract) (void)kiln::config::set("KILN_MATRIX_ALLOW_CONTRACT", "true");
+  if (!args.matrix_default_layout.empty())
+    return kiln::config::set("KILN_MATRIX_DEFAULT_LAYOUT", args.matrix_default_layout);
+  return kiln::Status();
+}
+
+// An MLIR program's executable: from the cache, a compile or a compiled file, or (--pgle) the
+// first build of a profile-guided program.
+struct ObtainedProgram {
+  std::shared_ptr<kiln::Executable> executable;
+  kiln::CompileReport report;
+  std::unique_ptr<kiln::ProfileGuidedProgram> pgle;
+  bool loaded_compiled = false;  // a compiled executable file, run as it is
+};
+
+kiln::Result<ObtainedProgram> obtain_program(const RunArgs& args, const kiln::Client& client,
+                                             const kiln::CompileOptions& options) {
+  ObtainedProgram out;
+  if (!args.pgle) {
+    KILN_ASSIGN_OR_RETURN(out.executable, obtain_executable(client, args.file, options,
+                                                            out.loaded_compiled, out.report));
+    return out;
+  }
+  apply_pgle_flags(args);
+  KILN_ASSIGN_OR_RETURN(kiln::ModuleSource source, kiln::ModuleSource::from_file(args.file));
+  if (looks_like_executable(source.bytes))
+    return kiln::invalid_argument(
+        "--pgle recompiles the program, so it needs the MLIR file, not a compiled executable: " +
+        args.file);
+  KILN_ASSIGN_OR_RETURN(out.pgle,
+                        kiln::ProfileGuidedProgram::create(client, std::move(source), options));
+  out.executable = out.pgle->executable();
+  out.report = out.pgle->first_report();
+  return out;
+}
+
+// Argument `i` of `ep`: its --input file, or filled as --fill asks when its shape is static.
+kiln::Result<kiln::Buffer> run_argument(const RunArgs& args, const kiln::EntryPoint& ep, size_t i,
+                                        size_t file, std::mt19937& rng) {
+  if (file < args.inputs.size()) return kiln::read_npy(args.inputs[file]);
+  if (!ep.inputs[i].is_static())
+    return kiln::invalid_argument("argument " + std::to_string(i) + " of '" + ep.name +
+                                  "' has a dynamic shape " + ep.inputs[i].to_string() +
+                                  "; pass it with --input FILE.npy");
+  auto b = filled_buffer(ep.inputs[i], args.fill, rng);
+  if (!b.ok())
+    return kiln::Status(b.status().code(), "argument " + std::to_string(i) + " of '" + ep.name +
+                                               "': " + b.status().message());
+  return b;
+}
+
+// The arguments of each replica: one file per argument (shared by every replica), or one per
+// argument per replica.
+kiln::Result<std::vector<std::vector<kiln::Buffer>>> run_arguments(const RunArgs& args,
+                                                                   const kiln::EntryPoint& ep,
+                                                                   int replicas) {
+  size_t per_set = ep.inputs.size();
+  bool per_replica_files = replicas > 1 && per_set > 0 && args.inputs.size() == per_set * replicas;
+  if (args.inputs.size() > per_set && !per_replica_files) {
+    return kiln::invalid_argument(
+        std::to_string(args.inputs.size()) + " --input file(s) given but '" + ep.name + "' takes " +
+        std::to_string(per_set) + " argument(s)" +
+        (replicas > 1 ? " (or " + std::to_string(per_set * replicas) + " for " +
+                            std::to_string(replicas) + " replicas, replica by replica)"
+                      : ""));
+  }
+  std::vector<std::vector<kiln::Buffer>> sets;
+  std::mt19937 rng(42);
+  for (int r = 0; r < replicas; ++r) {
+    std::vector<kiln::Buffer> inputs;
+    for (size_t i = 0; i < per_set; ++i) {
+      size_t file = per_replica_files ? r * per_set + i : i;
+      KILN_ASSIGN_OR_RETURN(kiln::Buffer b, run_argument(args, ep, i, file, rng));
+      inputs.push_back(std::move(b));
+    }
+    sets.push_back(std::move(inputs));
+  }
+  return sets;
+}
+
+// The results of the last of `repeat` runs, and the first and best run times.
+struct TimedRuns {
+  std::vector<kiln::Buffer> results;
+  double first_ms = 0, best_ms = 1e300;
+};
+
+kiln::Result<TimedRuns> run_repeatedly(kiln::Executable& exe, const std::string& entry,
+                                       const std::vector<kiln::Buffer>& inputs, int repeat) {
+  TimedRuns runs;
+  for (int r = 0; r < std::max(1, repeat); ++r) {
+    runs.results.clear();  // so a repeat reuses their memory instead of faulting in more
+    auto start = Clock::now();
+    auto out = exe.execute(entry, inputs);
+    double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    if (!out.ok()) return out.status();
+    if (r == 0) runs.first_ms = ms;
+    runs.best_ms = std::min(runs.best_ms, ms);
+    runs.results = std::move(*out);
+  }
+  return runs;
+}
+
+// `kiln run --json`'s object for a run of an MLIR program.
+nlohmann::json run_json(const ObtainedProgram& program, const kiln::EntryPoint& ep,
+                        const TimedRuns& runs, int process_index) {
+  const kiln::Executable& exe = *program.executable;
+  const kiln::CompileReport& report = program.report;
+  const auto& t = exe.info().timings;
+  bool compiled_now = !program.loaded_compiled && report.compiled;
+  nlohmann::json out;
+  out["cache"] = program.loaded_compiled ? "off" : kiln::to_string(report.cache);
+  out["key"] = report.key;
+  out["module"] = exe.info().module_name;
+  out["entry"] = ep.name;
+  out["effort_level"] = exe.info().effort_level;
+  out["compiled"] = compiled_now;
+  out["shared"] = kiln::to_string(report.shared);
+  out["process"] = process_index;
+  out["timings_ms"] = {{"key", report.key_ms},
+                       {"retrieval", report.retrieval_ms},
+                       {"compile", report.compile_ms},
+                       {"parse", compiled_now ? t.parse_ms : 0},
+                       {"passes", compiled_now ? t.passes_ms : 0},
+                       {"llvm", compiled_now ? t.llvm_ms : 0},
+                       {"codegen", compiled_now ? t.codegen_ms : 0},
+                       {"load", exe.load_ms()},
+                       {"run", runs.first_ms}};
+  out["peak_memory_mib"] = peak_memory_mib();
+  nlohmann::json outputs = nlohmann::json::array();
+  for (const auto& r : runs.results) {
+    std::vector<double> head;
+    for (int64_t i = 0; i < std::min<int64_t>(r.element_count(), 6); ++i)
+      head.push_back(r.element_as_double(i));
+    outputs.push_back(
+        {{"dtype", kiln::dtype_name(r.dtype())}, {"shape", r.shape()}, {"head", head}});
+  }
+  out["outputs"] = outputs;
+  return out;
+}
+
+// The summary after the results: where the executable came from, the times, the memory.
+void print_run_summary(const ObtainedProgram& program, const TimedRuns& runs, int repeat) {
+  const kiln::Executable& exe = *program.executable;
+  const auto& t = exe.info().timings;
+  print_cache_line(program.report, program.loaded_compiled);
+  if (program.loaded_compiled || !program.report.compiled) {
+    std::printf("time: no compile, load %.2f ms, run %.3f ms", exe.load_ms(), runs.first_ms);
+  } else {
+    std::printf(
+        "time: parse %.2f ms, passes %.2f ms, llvm %.2f ms, codegen %.2f ms, load %.2f ms, "
+        "run %.3f ms",
+        t.parse_ms, t.passes_ms, t.llvm_ms, t.codegen_ms, exe.load_ms(), runs.first_ms);
+  }
+  if (repeat > 1) std::printf(" (best of %d: %.3f ms)", repeat, runs.best_ms);
+  std::printf("\nmemory: peak %.1f MiB resident (this process)\n", peak_memory_mib());
+}
+
+// An MLIR program: the runs, then the results (printed, written to --output), then the summary
+// (or the --json object; in mlir-runner mode only what the program prints, and its result).
+int run_mlir(const RunArgs& args, const kiln::Client& client, const kiln::CompileOptions& options,
+             const kiln::cli::EntryPointResult& result_kind) {
+  auto program = obtain_program(args, client, options);
+  if (!program.ok()) return fail(program.status());
+  auto entry = choose_entry(*program->executable, args.entry);
+  if (!entry.ok()) return fail(entry.status());
+  const kiln::EntryPoint& ep = **entry;
+  if (kiln::Status s = kiln::cli::check_entry_for_result(ep, result_kind); !s.ok()) return fail(s);
+  int replicas = program->executable->info().num_replicas;
+  auto input_sets = run_arguments(args, ep, replicas);
+  if (!input_sets.ok()) return fail(input_sets.status());
+  if (replicas > 1) return run_replicas(*program->executable, ep, *input_sets, args);
+  if (program->pgle)
+    return run_pgle(*program->pgle, ep.name, (*input_sets)[0], args, client.process_index());
+  auto runs = run_repeatedly(*program->executable, ep.name, (*input_sets)[0], args.repeat);
+  if (!runs.ok()) return fail(runs.status());
+  std::fflush(stdout);
+  bool runner_mode = result_kind.runner_mode();
+  if (args.json) {
+    nlohmann::json out = run_json(*program, ep, *runs, client.process_index());
+    std::fprintf(runner_mode ? stderr : stdout, "%s\n", out.dump().c_str());
+  }
+  if (runner_mode) {
+    if (result_kind.scalar()) std::printf("%s\n", kiln::cli::runner_text(runs->results[0]).c_str());
+    return 0;
+  }
+  for (size_t i = 0; i < runs->results.size(); ++i) {
+    if (!args.json) std::cout << "result " << i << ": " << summarize(runs->results[i]) << "\n";
+    if (i < args.outputs.size()) {
+      kiln::Status s = kiln::write_npy(args.outputs[i], runs->results[i]);
+      if (!s.ok()) return fail(s);
+    }
+  }
+  if (!args.json) print_run_summary(*program, *runs, args.repeat);
+  return 0;
+}
+
 int run_command(const RunArgs& args) {
   std::signal(SIGABRT, flush_output_then_abort);
   auto client = make_client(args);
@@ -562,159 +765,14 @@ int run_command(const RunArgs& args) {
   if (!result_kind.ok()) return fail(result_kind.status());
   if (kiln::Status s = kiln::cli::load_shared_libraries(args.shared_libs); !s.ok()) return fail(s);
   options->num_replicas = std::max(1, args.replicas);
-  if (args.no_cache) (void)kiln::config::set("KILN_ENABLE_COMPILATION_CACHE", "false");
-  if (args.expect_pgle) (void)kiln::config::set("KILN_COMPILATION_CACHE_EXPECT_PGLE", "true");
-  if (args.verify_runtime || args.verify_runtime_continue)
-    (void)kiln::config::set("KILN_VERIFY_RUNTIME", "true");
-  if (args.verify_runtime_continue) (void)kiln::config::set("KILN_VERIFY_RUNTIME_CONTINUE", "true");
-  if (args.matrix_allow_contract) (void)kiln::config::set("KILN_MATRIX_ALLOW_CONTRACT", "true");
-  if (!args.matrix_default_layout.empty()) {
-    kiln::Status s = kiln::config::set("KILN_MATRIX_DEFAULT_LAYOUT", args.matrix_default_layout);
-    if (!s.ok()) return fail(s);
-  }
+  if (kiln::Status s = apply_run_flags(args); !s.ok()) return fail(s);
   if (kiln::is_onnx_file(args.file)) {
     if (options->num_replicas > 1 || !args.entry.empty())
       return fail(kiln::invalid_argument(
           "--replicas and -e are not supported for ONNX models yet: " + args.file));
     return run_onnx(args, **client, *options);
   }
-  bool loaded_compiled = false;
-  kiln::CompileReport report;
-  std::unique_ptr<kiln::ProfileGuidedProgram> program;
-  kiln::Result<std::shared_ptr<kiln::Executable>> exe = kiln::internal_error("no executable");
-  if (args.pgle) {
-    apply_pgle_flags(args);
-    auto source = kiln::ModuleSource::from_file(args.file);
-    if (!source.ok()) return fail(source.status());
-    if (looks_like_executable(source->bytes))
-      return fail(
-          kiln::invalid_argument("--pgle recompiles the program, so it needs the MLIR "
-                                 "file, not a compiled executable: " +
-                                 args.file));
-    auto created = kiln::ProfileGuidedProgram::create(**client, std::move(*source), *options);
-    if (!created.ok()) return fail(created.status());
-    program = std::move(*created);
-    exe = program->executable();
-    report = program->first_report();
-  } else {
-    exe = obtain_executable(**client, args.file, *options, loaded_compiled, report);
-  }
-  if (!exe.ok()) return fail(exe.status());
-  auto entry = choose_entry(**exe, args.entry);
-  if (!entry.ok()) return fail(entry.status());
-  const kiln::EntryPoint& ep = **entry;
-  bool runner_mode = result_kind->runner_mode();
-  if (kiln::Status s = kiln::cli::check_entry_for_result(ep, *result_kind); !s.ok()) return fail(s);
-  // Inputs: one file per argument (shared by every replica), or one per argument per replica.
-  int replicas = (*exe)->info().num_replicas;
-  size_t per_set = ep.inputs.size();
-  bool per_replica_files = replicas > 1 && per_set > 0 && args.inputs.size() == per_set * replicas;
-  if (args.inputs.size() > per_set && !per_replica_files) {
-    return fail(kiln::invalid_argument(
-        std::to_string(args.inputs.size()) + " --input file(s) given but '" + ep.name + "' takes " +
-        std::to_string(per_set) + " argument(s)" +
-        (replicas > 1 ? " (or " + std::to_string(per_set * replicas) + " for " +
-                            std::to_string(replicas) + " replicas, replica by replica)"
-                      : "")));
-  }
-  std::vector<std::vector<kiln::Buffer>> input_sets;
-  std::mt19937 rng(42);
-  for (int r = 0; r < replicas; ++r) {
-    std::vector<kiln::Buffer> inputs;
-    for (size_t i = 0; i < per_set; ++i) {
-      size_t file = per_replica_files ? r * per_set + i : i;
-      if (file < args.inputs.size()) {
-        auto b = kiln::read_npy(args.inputs[file]);
-        if (!b.ok()) return fail(b.status());
-        inputs.push_back(*b);
-      } else if (ep.inputs[i].is_static()) {
-        auto b = filled_buffer(ep.inputs[i], args.fill, rng);
-        if (!b.ok())
-          return fail(kiln::Status(b.status().code(), "argument " + std::to_string(i) + " of '" +
-                                                          ep.name + "': " + b.status().message()));
-        inputs.push_back(*b);
-      } else {
-        return fail(kiln::invalid_argument("argument " + std::to_string(i) + " of '" + ep.name +
-                                           "' has a dynamic shape " + ep.inputs[i].to_string() +
-                                           "; pass it with --input FILE.npy"));
-      }
-    }
-    input_sets.push_back(std::move(inputs));
-  }
-  if (replicas > 1) return run_replicas(**exe, ep, input_sets, args);
-  if (program) return run_pgle(*program, ep.name, input_sets[0], args, (*client)->process_index());
-  const std::vector<kiln::Buffer>& inputs = input_sets[0];
-  std::vector<kiln::Buffer> results;
-  double first_run_ms = 0, best_run_ms = 1e300;
-  for (int r = 0; r < std::max(1, args.repeat); ++r) {
-    results.clear();  // so a repeat reuses their memory instead of faulting in more
-    auto start = Clock::now();
-    auto out = (*exe)->execute(ep.name, inputs);
-    double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-    if (!out.ok()) return fail(out.status());
-    if (r == 0) first_run_ms = ms;
-    best_run_ms = std::min(best_run_ms, ms);
-    results = std::move(*out);
-  }
-  std::fflush(stdout);
-  const auto& t = (*exe)->info().timings;
-  bool compiled_now = !loaded_compiled && report.compiled;
-  if (args.json) {
-    nlohmann::json out;
-    out["cache"] = loaded_compiled ? "off" : report.cache;
-    out["key"] = report.key;
-    out["module"] = (*exe)->info().module_name;
-    out["entry"] = ep.name;
-    out["effort_level"] = (*exe)->info().effort_level;
-    out["compiled"] = compiled_now;
-    out["shared"] = report.shared;
-    out["process"] = (*client)->process_index();
-    out["timings_ms"] = {{"key", report.key_ms},
-                         {"retrieval", report.retrieval_ms},
-                         {"compile", report.compile_ms},
-                         {"parse", compiled_now ? t.parse_ms : 0},
-                         {"passes", compiled_now ? t.passes_ms : 0},
-                         {"llvm", compiled_now ? t.llvm_ms : 0},
-                         {"codegen", compiled_now ? t.codegen_ms : 0},
-                         {"load", (*exe)->load_ms()},
-                         {"run", first_run_ms}};
-    out["peak_memory_mib"] = peak_memory_mib();
-    nlohmann::json outputs = nlohmann::json::array();
-    for (const auto& r : results) {
-      std::vector<double> head;
-      for (int64_t i = 0; i < std::min<int64_t>(r.element_count(), 6); ++i)
-        head.push_back(r.element_as_double(i));
-      outputs.push_back(
-          {{"dtype", kiln::dtype_name(r.dtype())}, {"shape", r.shape()}, {"head", head}});
-    }
-    out["outputs"] = outputs;
-    // In mlir-runner mode stdout holds only what the program (and its result) prints.
-    std::fprintf(runner_mode ? stderr : stdout, "%s\n", out.dump().c_str());
-  }
-  if (runner_mode) {
-    if (result_kind->scalar()) std::printf("%s\n", kiln::cli::runner_text(results[0]).c_str());
-    return 0;
-  }
-  for (size_t i = 0; i < results.size(); ++i) {
-    if (!args.json) std::cout << "result " << i << ": " << summarize(results[i]) << "\n";
-    if (i < args.outputs.size()) {
-      kiln::Status s = kiln::write_npy(args.outputs[i], results[i]);
-      if (!s.ok()) return fail(s);
-    }
-  }
-  if (args.json) return 0;
-  print_cache_line(report, loaded_compiled);
-  if (!compiled_now) {
-    std::printf("time: no compile, load %.2f ms, run %.3f ms", (*exe)->load_ms(), first_run_ms);
-  } else {
-    std::printf(
-        "time: parse %.2f ms, passes %.2f ms, llvm %.2f ms, codegen %.2f ms, load %.2f ms, "
-        "run %.3f ms",
-        t.parse_ms, t.passes_ms, t.llvm_ms, t.codegen_ms, (*exe)->load_ms(), first_run_ms);
-  }
-  if (args.repeat > 1) std::printf(" (best of %d: %.3f ms)", args.repeat, best_run_ms);
-  std::printf("\nmemory: peak %.1f MiB resident (this process)\n", peak_memory_mib());
-  return 0;
+  return run_mlir(args, **client, *options, *result_kind);
 }
 
 }  // namespace kiln::cli
