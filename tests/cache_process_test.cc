@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <random>
 #include <thread>
@@ -87,6 +88,51 @@ TEST(CacheProcessTest, WriterKilledAtRandomPointsNeverLeavesAReadablePartialEntr
     EXPECT_EQ(decoded->metadata.module_name, key);
   }
 }
+
+// A writer killed at each named step of a put (KILN_CRASH_AT_STEP; src/core/crash_point.h): the
+// entry is there whole or not at all, the ledger still reads, and the next writer's entry is
+// stored and read back.
+class CacheCrashStepTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(CacheCrashStepTest, WriterKilledAtTheStepLeavesAStoreThatReadsRightAndKeepsWorking) {
+  std::string step = GetParam();
+  TempDir dir;
+  ASSERT_EQ(run_process({KILN_CACHE_WORKER, "put", dir.path(), "before"}).exit_code, 0);
+  ProcessResult killed =
+      run_process({KILN_CACHE_WORKER, "put", dir.path(), "victim"}, {"KILN_CRASH_AT_STEP=" + step});
+  ASSERT_EQ(killed.exit_code, 128 + SIGKILL) << "the step was not reached: " << killed.err;
+  ProcessResult next = run_process({KILN_CACHE_WORKER, "put", dir.path(), "after"});
+  ASSERT_EQ(next.exit_code, 0) << next.err;
+
+  auto store = DirectoryStore::open({dir.path(), -1, -1, nullptr});
+  ASSERT_TRUE(store.ok()) << store.status().to_string();
+  bool victim_published = step != "cache-put:temp-written";
+  for (const std::string key : {"before", "victim", "after"}) {
+    auto bytes = (*store)->get(key);
+    ASSERT_TRUE(bytes.ok()) << key << ": " << bytes.status().to_string();
+    if (key == "victim" && !victim_published) {
+      EXPECT_FALSE(bytes->has_value()) << "a partial entry became visible";
+      continue;
+    }
+    ASSERT_TRUE(bytes->has_value()) << key;
+    auto decoded = decode_cache_entry(**bytes, key);
+    ASSERT_TRUE(decoded.ok()) << key << ": " << decoded.status().to_string();
+    EXPECT_EQ(decoded->metadata.module_name, key);
+  }
+  auto stats = (*store)->stats();
+  ASSERT_TRUE(stats.ok()) << stats.status().to_string();
+  EXPECT_GE(stats->entries, 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(NamedSteps, CacheCrashStepTest,
+                         ::testing::Values("cache-put:temp-written", "cache-put:linked",
+                                           "cache-ledger:temp-written"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           std::string name = info.param;
+                           for (char& c : name)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace kiln::testing

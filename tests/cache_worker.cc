@@ -2,6 +2,7 @@
 //   cache_worker stress DIR SEED OPS MAX_BYTES  mixed get/put on a bounded store; exits 1 on any
 //                                               error or on a read that returns a damaged entry
 //   cache_worker write DIR SEED                 writes entries forever (the parent kills it)
+//   cache_worker put DIR KEY                    stores one entry under KEY (named after it)
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -44,6 +45,12 @@ int main(int argc, char** argv) {
   if (!store.ok()) {
     std::fprintf(stderr, "%s\n", store.status().to_string().c_str());
     return 1;
+  }
+  if (mode == "put") {
+    std::string key = argv[3];
+    kiln::Status s = (*store)->put(key, kiln::encode_cache_entry(metadata(key), payload(rng)));
+    if (!s.ok()) std::fprintf(stderr, "put %s: %s\n", key.c_str(), s.to_string().c_str());
+    return s.ok() ? 0 : 1;
   }
   if (mode == "write") {
     for (int i = 0;; ++i) {

@@ -116,18 +116,18 @@ TEST_F(DistributedTest, APlantedShareValueIsRefusedWhenASecretIsSet) {
 }
 
 TEST_F(DistributedTest, LeaderKilledBeforePublishingFollowersFailWithinTheTimeout) {
-  // A model whose compile takes seconds, so the leader is still compiling when it is killed.
   std::string model = work_.file("chain.mlir");
   ProcessResult made =
       run_process({"python3", std::string(KILN_BENCH_DIR) + "/make_chain_model.py", model, "60"});
   ASSERT_EQ(made.exit_code, 0) << made.err;
   std::vector<std::string> timeout = {"--set", "KILN_SHARE_BINARY_BETWEEN_HOSTS_TIMEOUT_MS=2500"};
   auto start_time = std::chrono::steady_clock::now();
-  JobProcess leader = start(0, 4, "killed", model, timeout);
+  // The leader dies at the named step: compiled, its followers not yet told.
+  std::vector<std::string> crash = timeout;
+  crash.insert(crash.end(), {"--set", "KILN_CRASH_AT_STEP=job-share:compiled"});
+  JobProcess leader = start(0, 4, "killed", model, crash);
   std::vector<JobProcess> followers;
   for (int i = 1; i < 4; ++i) followers.push_back(start(i, 4, "killed", model, timeout));
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));
-  kill(leader.pid, SIGKILL);
   EXPECT_EQ(wait(leader), 128 + SIGKILL);
   for (const auto& f : followers) {
     EXPECT_EQ(wait(f), 1);

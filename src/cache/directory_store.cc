@@ -4,6 +4,7 @@
 #include <random>
 
 #include "cache/alias_record.h"
+#include "core/crash_point.h"
 #include "kiln/cache.h"
 #include "kiln/config.h"
 #include "kiln/logging.h"
@@ -84,6 +85,7 @@ Status DirectoryStore::write_ledger(const CacheStats& stats) {
                    {"counters", stats.counters}};
   std::string tmp = options_.directory + "/tmp/ledger-" + unique_suffix(options_.env);
   Status written = options_.env->write_file(tmp, j.dump(), /*sync=*/true);
+  if (written.ok()) crash_point("cache-ledger:temp-written");
   if (written.ok()) written = options_.env->rename_file(tmp, options_.directory + "/ledger.json");
   if (!written.ok()) (void)options_.env->remove_file(tmp);  // a full disk leaves no temp behind
   return written;
@@ -150,8 +152,10 @@ Status DirectoryStore::put(const std::string& key, std::string_view value) {
     return written;
   }
   (void)options_.env->set_mtime_micros(tmp, options_.env->now_micros());
+  crash_point("cache-put:temp-written");
   KILN_ASSIGN_OR_RETURN(auto lock, options_.env->lock_file(options_.directory + "/lock"));
   Status linked = options_.env->link_file(tmp, path);
+  if (linked.ok()) crash_point("cache-put:linked");
   (void)options_.env->remove_file(tmp);
   if (!linked.ok()) {
     if (linked.code() == StatusCode::kAlreadyExists) return Status();  // another writer won

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "compile/cache_parts.h"
+#include "core/crash_point.h"
 #include "core/digest.h"
 #include "kiln/kv_store.h"
 #include "kiln/logging.h"
@@ -61,6 +62,7 @@ SharePlan plan_sharing(const Client& client, const CompileOptions& options, bool
 void publish_to_followers(const SharePlan& plan, const CacheKey& key,
                           const Result<std::shared_ptr<Executable>>& compiled,
                           const std::string& secret) {
+  crash_point("job-share:compiled");
   std::string body = compiled.ok() ? "X" + zstd_compress((*compiled)->serialize())
                                    : "E" + compiled.status().message();
   Status s =

@@ -44,6 +44,10 @@ const std::vector<FlagInfo>& flag_table() {
       {"KILN_DISABLE_MOST_OPTIMIZATIONS", "false", "compile at O0 with expensive passes off",
        false},
       {"KILN_DUMP_IR_TO", "", "dump the module at each compile stage into this directory", false},
+      {"KILN_CRASH_AT_STEP", "",
+       "for crash tests: the process kills itself (SIGKILL) on reaching this named step "
+       "(src/core/crash_point.h lists them)",
+       false},
       {"KILN_VERIFY_RUNTIME", "false",
        "insert run-time checks (out-of-bounds accesses, bad casts, ...) that stop the program with "
        "mlir-runner's messages",
