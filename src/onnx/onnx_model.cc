@@ -655,93 +655,114 @@ std::string encode_onnx_tensor(const Buffer& buffer, const std::string& name) {
   return out;
 }
 
-Result<Buffer> decode_onnx_tensor(std::string_view bytes, const std::string& name) {
+namespace {
+
+// A TensorProto's fields as stored: its values are in `raw`, or in `ints` / `floats` (the
+// repeated fields, widened).
+struct TensorFields {
   std::vector<int64_t> dims;
   int32_t element_type = 0;
   std::string_view raw;
   bool have_raw = false;
   std::vector<int64_t> ints;
   std::vector<double> floats;
+};
+
+template <typename T>
+void append_packed(std::string_view payload, std::vector<double>& out) {
+  for (size_t k = 0; k + sizeof(T) <= payload.size(); k += sizeof(T)) {
+    T v;
+    std::memcpy(&v, payload.data() + k, sizeof(T));
+    out.push_back(v);
+  }
+}
+
+Result<TensorFields> read_tensor_fields(std::string_view bytes, const std::string& name) {
+  TensorFields f;
   WireReader tensor(bytes);
   while (tensor.next()) {
     uint32_t t = tensor.number();
     int w = tensor.wire_type();
     if (t == field::kTensorDims) {
-      if (!tensor.append_int64s(&dims)) break;
+      if (!tensor.append_int64s(&f.dims)) break;
     } else if (t == field::kTensorDataType && w == kVarint) {
-      element_type = static_cast<int32_t>(tensor.value());
+      f.element_type = static_cast<int32_t>(tensor.value());
     } else if (t == field::kTensorRawData && w == kLengthDelimited) {
-      raw = tensor.payload();
-      have_raw = true;
+      f.raw = tensor.payload();
+      f.have_raw = true;
     } else if ((t == field::kTensorInt32Data || t == field::kTensorInt64Data) &&
                (w == kVarint || w == kLengthDelimited)) {
-      if (!tensor.append_int64s(&ints)) break;
+      if (!tensor.append_int64s(&f.ints)) break;
     } else if (t == field::kTensorFloatData && w == kLengthDelimited) {
-      for (size_t k = 0; k + 4 <= tensor.payload().size(); k += 4) {
-        float f;
-        std::memcpy(&f, tensor.payload().data() + k, 4);
-        floats.push_back(f);
-      }
+      append_packed<float>(tensor.payload(), f.floats);
     } else if (t == field::kTensorDoubleData && w == kLengthDelimited) {
-      for (size_t k = 0; k + 8 <= tensor.payload().size(); k += 8) {
-        double d;
-        std::memcpy(&d, tensor.payload().data() + k, 8);
-        floats.push_back(d);
-      }
+      append_packed<double>(tensor.payload(), f.floats);
     } else if (t == field::kTensorDataLocation && w == kVarint && tensor.value() == 1) {
       return unimplemented(name + ": error: a tensor with external data cannot be read here");
     }
   }
   if (!tensor.ok()) return malformed(name, "bad TensorProto framing");
-  for (int64_t d : dims)
+  for (int64_t d : f.dims)
     if (d < 0) return malformed(name, "negative dimension");
-  KILN_ASSIGN_OR_RETURN(DType dtype, dtype_of_onnx(element_type));
-  // The values must be in the bytes read: check the count before allocating for it.
-  KILN_ASSIGN_OR_RETURN(size_t want, dense_byte_size(dtype, dims));
-  size_t n_values =
-      have_raw ? raw.size() / dtype_size(dtype)
-               : (dtype == DType::kF32 || dtype == DType::kF64 ? floats.size() : ints.size());
-  if (want / dtype_size(dtype) != n_values)
-    return malformed(name, "it holds " + std::to_string(n_values) + " values, its shape needs " +
-                               std::to_string(want / dtype_size(dtype)));
-  KILN_ASSIGN_OR_RETURN(Buffer buffer, Buffer::allocate(dtype, dims));
+  return f;
+}
+
+// The repeated field's values into `buffer`, converted to its element type.
+void store_repeated_values(const TensorFields& f, Buffer& buffer) {
   int64_t n = buffer.element_count();
-  if (have_raw) {
-    if (raw.size() != want)
-      return malformed(name, "raw_data holds " + std::to_string(raw.size()) +
-                                 " bytes, the shape needs " + std::to_string(want));
-    if (want) std::memcpy(buffer.data(), raw.data(), want);
-    return buffer;
-  }
-  bool floating = dtype == DType::kF32 || dtype == DType::kF64;
-  size_t have = floating ? floats.size() : ints.size();
-  if (have != size_t(n))
-    return malformed(name, std::to_string(have) + " values for " + std::to_string(n) + " elements");
   for (int64_t k = 0; k < n; ++k) {
-    switch (dtype) {
+    switch (buffer.dtype()) {
       case DType::kF32:
-        buffer.as<float>()[k] = float(floats[k]);
+        buffer.as<float>()[k] = float(f.floats[k]);
         break;
       case DType::kF64:
-        buffer.as<double>()[k] = floats[k];
+        buffer.as<double>()[k] = f.floats[k];
         break;
       case DType::kI1:
-        buffer.as<uint8_t>()[k] = ints[k] != 0;
+        buffer.as<uint8_t>()[k] = f.ints[k] != 0;
         break;
       case DType::kI8:
-        buffer.as<int8_t>()[k] = int8_t(ints[k]);
+        buffer.as<int8_t>()[k] = int8_t(f.ints[k]);
         break;
       case DType::kI16:
-        buffer.as<int16_t>()[k] = int16_t(ints[k]);
+        buffer.as<int16_t>()[k] = int16_t(f.ints[k]);
         break;
       case DType::kI32:
-        buffer.as<int32_t>()[k] = int32_t(ints[k]);
+        buffer.as<int32_t>()[k] = int32_t(f.ints[k]);
         break;
       case DType::kI64:
-        buffer.as<int64_t>()[k] = ints[k];
+        buffer.as<int64_t>()[k] = f.ints[k];
         break;
     }
   }
+}
+
+}  // namespace
+
+Result<Buffer> decode_onnx_tensor(std::string_view bytes, const std::string& name) {
+  KILN_ASSIGN_OR_RETURN(TensorFields f, read_tensor_fields(bytes, name));
+  KILN_ASSIGN_OR_RETURN(DType dtype, dtype_of_onnx(f.element_type));
+  // The values must be in the bytes read: check the count before allocating for it.
+  KILN_ASSIGN_OR_RETURN(size_t want, dense_byte_size(dtype, f.dims));
+  bool floating = dtype == DType::kF32 || dtype == DType::kF64;
+  size_t n_values =
+      f.have_raw ? f.raw.size() / dtype_size(dtype) : (floating ? f.floats.size() : f.ints.size());
+  if (want / dtype_size(dtype) != n_values)
+    return malformed(name, "it holds " + std::to_string(n_values) + " values, its shape needs " +
+                               std::to_string(want / dtype_size(dtype)));
+  KILN_ASSIGN_OR_RETURN(Buffer buffer, Buffer::allocate(dtype, f.dims));
+  if (f.have_raw) {
+    if (f.raw.size() != want)
+      return malformed(name, "raw_data holds " + std::to_string(f.raw.size()) +
+                                 " bytes, the shape needs " + std::to_string(want));
+    if (want) std::memcpy(buffer.data(), f.raw.data(), want);
+    return buffer;
+  }
+  int64_t n = buffer.element_count();
+  if (n_values != size_t(n))
+    return malformed(name,
+                     std::to_string(n_values) + " values for " + std::to_string(n) + " elements");
+  store_repeated_values(f, buffer);
   return buffer;
 }
 

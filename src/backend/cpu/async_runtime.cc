@@ -138,11 +138,6 @@ class Pool {
     if (sleepers_.load(std::memory_order_acquire) > 0) changed_.notify_all();
   }
 
-  // With the lock held and nothing to do: watch for a change (a task queued, a token or group
-  // completed) for a moment without the lock, then sleep on the condition variable. The moment
-  // covers the gap between one parallel loop of a run and the next, which is far shorter than a
-  // sleep and a wake-up; after it nothing spins. Returns with the lock held, after a change or a
-  // spurious wake-up (the caller checks again).
   // With the lock held and the queue not empty: runs its first task without the lock.
   void run_front_locked(std::unique_lock<std::mutex>& lock) {
     Task task = queue_.front();
@@ -156,6 +151,11 @@ class Pool {
     if (quiescers_ > 0) changed_.notify_all();
   }
 
+  // With the lock held and nothing to do: watch for a change (a task queued, a token or group
+  // completed) for a moment without the lock, then sleep on the condition variable. The moment
+  // covers the gap between one parallel loop of a run and the next, which is far shorter than a
+  // sleep and a wake-up; after it nothing spins. Returns with the lock held, after a change or a
+  // spurious wake-up (the caller checks again).
   void wait_for_change(std::unique_lock<std::mutex>& lock) {
     constexpr auto kWatch = std::chrono::microseconds(100);
     uint64_t seen = changes_.load(std::memory_order_acquire);
