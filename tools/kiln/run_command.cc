@@ -399,88 +399,115 @@ int run_onnx_pgle(const RunArgs& args, const kiln::Client& client,
 }
 
 // `kiln run model.onnx`: weights bound from the model, inputs as onnx_inputs reads them.
-int run_onnx(const RunArgs& args, const kiln::Client& client, const kiln::CompileOptions& options) {
-  auto loaded = kiln::OnnxModel::from_file(args.file, args.fold_weights);
-  if (!loaded.ok()) return fail(loaded.status());
-  std::optional<kiln::OnnxModel> model(std::move(*loaded));
-  auto read = onnx_inputs(args, *model);
-  if (!read.ok()) return fail(read.status());
-  const std::vector<kiln::Buffer>& inputs = read->values;
-  kiln::CompileReport report;
-  auto program =
-      kiln::compile_onnx_or_get_cached(client, *model, read->shapes, options, &report, &inputs);
-  if (!program.ok()) return fail(program.status());
-  if (args.pgle) return run_onnx_pgle(args, client, options, *model, *read, *program);
-  // The program holds what it needs; the model's bytes (the size of its weights) go now.
-  std::vector<std::string> output_names;
-  for (const auto& output : model->outputs()) output_names.push_back(output.name);
-  model.reset();
+// --json's "outputs": each result's name (where it has one), type, shape and first values.
+nlohmann::json outputs_json(const std::vector<kiln::Buffer>& results,
+                            const std::vector<std::string>& names) {
+  nlohmann::json outputs = nlohmann::json::array();
+  for (size_t i = 0; i < results.size(); ++i) {
+    std::vector<double> head;
+    for (int64_t j = 0; j < std::min<int64_t>(results[i].element_count(), 6); ++j)
+      head.push_back(results[i].element_as_double(j));
+    nlohmann::json output = {{"dtype", kiln::dtype_name(results[i].dtype())},
+                             {"shape", results[i].shape()},
+                             {"head", head}};
+    if (!names.empty()) output["name"] = i < names.size() ? names[i] : "";
+    outputs.push_back(output);
+  }
+  return outputs;
+}
+
+// An ONNX model's runs: each run's time, the last run's results.
+struct OnnxRuns {
   std::vector<kiln::Buffer> results;
   std::vector<double> run_ms;
-  for (int r = 0; r < std::max(1, args.repeat); ++r) {
-    results.clear();
+};
+
+kiln::Result<OnnxRuns> run_onnx_repeatedly(kiln::OnnxProgram& program,
+                                           const std::vector<kiln::Buffer>& inputs, int repeat) {
+  OnnxRuns runs;
+  for (int r = 0; r < std::max(1, repeat); ++r) {
+    runs.results.clear();
     auto start = Clock::now();
-    auto out = program->run(inputs);
-    run_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-    if (!out.ok()) return fail(out.status());
-    results = std::move(*out);
+    auto out = program.run(inputs);
+    runs.run_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    if (!out.ok()) return out.status();
+    runs.results = std::move(*out);
   }
-  const auto& exe = program->executable();
-  const auto& t = exe->info().timings;
-  double run_min = *std::min_element(run_ms.begin(), run_ms.end());
-  double run_median = median_of(run_ms);
-  if (args.json) {
-    nlohmann::json out;
-    out["cache"] = kiln::to_string(report.cache);
-    out["key"] = report.key;
-    out["module"] = exe->info().module_name;
-    out["compiled"] = report.compiled;
-    out["timings_ms"] = {{"key", report.key_ms},
-                         {"retrieval", report.retrieval_ms},
-                         {"compile", report.compile_ms},
-                         {"load", exe->load_ms()},
-                         {"run", run_ms[0]},
-                         {"run_median", run_median},
-                         {"run_min", run_min}};
-    out["peak_memory_mib"] = peak_memory_mib();
-    nlohmann::json outputs = nlohmann::json::array();
-    for (size_t i = 0; i < results.size(); ++i) {
-      std::vector<double> head;
-      for (int64_t j = 0; j < std::min<int64_t>(results[i].element_count(), 6); ++j)
-        head.push_back(results[i].element_as_double(j));
-      outputs.push_back({{"name", i < output_names.size() ? output_names[i] : ""},
-                         {"dtype", kiln::dtype_name(results[i].dtype())},
-                         {"shape", results[i].shape()},
-                         {"head", head}});
-    }
-    out["outputs"] = outputs;
-    std::printf("%s\n", out.dump().c_str());
-  }
-  for (size_t i = 0; i < results.size(); ++i) {
-    if (!args.json) {
-      std::string name = i < output_names.size() ? output_names[i] : "";
-      std::cout << "result " << i << " (" << name << "): " << summarize(results[i]) << "\n";
-    }
-    if (i < args.outputs.size()) {
-      const std::string& path = args.outputs[i];
-      bool pb = path.size() > 3 && path.compare(path.size() - 3, 3, ".pb") == 0;
-      std::string name = i < output_names.size() ? output_names[i] : "";
-      kiln::Status s = pb ? kiln::write_file(path, kiln::encode_onnx_tensor(results[i], name))
-                          : kiln::write_npy(path, results[i]);
-      if (!s.ok()) return fail(s);
-    }
-  }
-  if (args.json) return 0;
+  return runs;
+}
+
+nlohmann::json onnx_run_json(const kiln::CompileReport& report, const kiln::Executable& exe,
+                             const OnnxRuns& runs, const std::vector<std::string>& names) {
+  nlohmann::json out;
+  out["cache"] = kiln::to_string(report.cache);
+  out["key"] = report.key;
+  out["module"] = exe.info().module_name;
+  out["compiled"] = report.compiled;
+  out["timings_ms"] = {{"key", report.key_ms},
+                       {"retrieval", report.retrieval_ms},
+                       {"compile", report.compile_ms},
+                       {"load", exe.load_ms()},
+                       {"run", runs.run_ms[0]},
+                       {"run_median", median_of(runs.run_ms)},
+                       {"run_min", *std::min_element(runs.run_ms.begin(), runs.run_ms.end())}};
+  out["peak_memory_mib"] = peak_memory_mib();
+  out["outputs"] = outputs_json(runs.results, names);
+  return out;
+}
+
+// Result `i` to `path`: a TensorProto for .pb, else .npy.
+kiln::Status write_onnx_output(const std::string& path, const kiln::Buffer& result,
+                               const std::string& name) {
+  bool pb = path.size() > 3 && path.compare(path.size() - 3, 3, ".pb") == 0;
+  return pb ? kiln::write_file(path, kiln::encode_onnx_tensor(result, name))
+            : kiln::write_npy(path, result);
+}
+
+void print_onnx_summary(const kiln::CompileReport& report, const kiln::Executable& exe,
+                        const OnnxRuns& runs, int repeat) {
+  const auto& t = exe.info().timings;
   print_cache_line(report, false);
   if (report.compiled)
     std::printf("time: parse %.2f ms, passes %.2f ms, llvm %.2f ms, codegen %.2f ms, ", t.parse_ms,
                 t.passes_ms, t.llvm_ms, t.codegen_ms);
   else
     std::printf("time: no compile, ");
-  std::printf("load %.2f ms, run %.3f ms", exe->load_ms(), run_ms[0]);
-  if (args.repeat > 1)
-    std::printf(" (%d runs: median %.3f ms, min %.3f ms)", args.repeat, run_median, run_min);
+  std::printf("load %.2f ms, run %.3f ms", exe.load_ms(), runs.run_ms[0]);
+  if (repeat > 1)
+    std::printf(" (%d runs: median %.3f ms, min %.3f ms)", repeat, median_of(runs.run_ms),
+                *std::min_element(runs.run_ms.begin(), runs.run_ms.end()));
   std::printf("\nmemory: peak %.1f MiB resident (this process)\n", peak_memory_mib());
+}
+
+int run_onnx(const RunArgs& args, const kiln::Client& client, const kiln::CompileOptions& options) {
+  auto loaded = kiln::OnnxModel::from_file(args.file, args.fold_weights);
+  if (!loaded.ok()) return fail(loaded.status());
+  std::optional<kiln::OnnxModel> model(std::move(*loaded));
+  auto read = onnx_inputs(args, *model);
+  if (!read.ok()) return fail(read.status());
+  kiln::CompileReport report;
+  auto program = kiln::compile_onnx_or_get_cached(client, *model, read->shapes, options, &report,
+                                                  &read->values);
+  if (!program.ok()) return fail(program.status());
+  if (args.pgle) return run_onnx_pgle(args, client, options, *model, *read, *program);
+  // The program holds what it needs; the model's bytes (the size of its weights) go now.
+  std::vector<std::string> names;
+  for (const auto& output : model->outputs()) names.push_back(output.name);
+  model.reset();
+  auto runs = run_onnx_repeatedly(*program, read->values, args.repeat);
+  if (!runs.ok()) return fail(runs.status());
+  const kiln::Executable& exe = *program->executable();
+  if (args.json) std::printf("%s\n", onnx_run_json(report, exe, *runs, names).dump().c_str());
+  for (size_t i = 0; i < runs->results.size(); ++i) {
+    std::string name = i < names.size() ? names[i] : "";
+    if (!args.json)
+      std::cout << "result " << i << " (" << name << "): " << summarize(runs->results[i]) << "\n";
+    if (i < args.outputs.size()) {
+      kiln::Status s = write_onnx_output(args.outputs[i], runs->results[i], name);
+      if (!s.ok()) return fail(s);
+    }
+  }
+  if (!args.json) print_onnx_summary(report, exe, *runs, args.repeat);
   return 0;
 }
 
@@ -687,15 +714,7 @@ nlohmann::json run_json(const ObtainedProgram& program, const kiln::EntryPoint& 
                        {"load", exe.load_ms()},
                        {"run", runs.first_ms}};
   out["peak_memory_mib"] = peak_memory_mib();
-  nlohmann::json outputs = nlohmann::json::array();
-  for (const auto& r : runs.results) {
-    std::vector<double> head;
-    for (int64_t i = 0; i < std::min<int64_t>(r.element_count(), 6); ++i)
-      head.push_back(r.element_as_double(i));
-    outputs.push_back(
-        {{"dtype", kiln::dtype_name(r.dtype())}, {"shape", r.shape()}, {"head", head}});
-  }
-  out["outputs"] = outputs;
+  out["outputs"] = outputs_json(runs.results, {});
   return out;
 }
 
