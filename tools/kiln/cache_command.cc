@@ -96,34 +96,65 @@ int verify_command(CompilationCache& cache) {
   return 0;
 }
 
+// The module `kiln cache explain` keys: the MLIR file, or an ONNX model's program (its identity
+// printed first: what of it the key covers).
+Result<ModuleSource> explained_source() {
+  if (!is_onnx_file(args().file)) return ModuleSource::from_file(args().file);
+  KILN_ASSIGN_OR_RETURN(OnnxModel model, OnnxModel::from_file(args().file));
+  for (const auto& input : model.inputs())
+    if (input.is_static)
+      return invalid_argument(args().file + ": input '" + input.name +
+                              "' is compiled in by value; its key depends on the values a "
+                              "run gives (kiln run --json prints the key)");
+  KILN_ASSIGN_OR_RETURN(auto shapes, model.resolve_input_shapes({}));
+  KILN_ASSIGN_OR_RETURN(ModuleSource source, onnx_module_source(model, shapes));
+  std::printf(
+      "onnx model %s: structure %s (graph, opsets, initializer names, types and shapes, "
+      "folded initializer values), input shapes",
+      args().file.c_str(), model.structure_digest().substr(0, 16).c_str());
+  for (const auto& shape : shapes) std::printf(" %s", shape_to_string(shape).c_str());
+  std::printf(", %zu bound weights (values not in the key)\n", model.weights().size());
+  return source;
+}
+
+// Whether `key` is stored, or else the stored entry of the same module nearest to it (fewest
+// differing components) and what differs.
+void print_nearest_entry(const std::vector<CacheEntrySummary>& entries, const CacheKey& key) {
+  std::string nearest;
+  std::vector<std::string> nearest_diff;
+  for (const CacheEntrySummary& entry : entries) {
+    if (entry.key == key.key) {
+      std::printf("stored: yes (a run with these options is a cache hit)\n");
+      return;
+    }
+    if (!entry.problem.ok() || entry.metadata.module_name != key.module_name) continue;
+    std::vector<std::string> diff;
+    for (const auto& mine : key.components) {
+      bool same = false;
+      for (const auto& theirs : entry.metadata.components)
+        if (theirs.name == mine.name && theirs.digest == mine.digest) same = true;
+      if (!same) diff.push_back(mine.name);
+    }
+    if (nearest.empty() || diff.size() < nearest_diff.size()) {
+      nearest = entry.key;
+      nearest_diff = diff;
+    }
+  }
+  if (nearest.empty()) {
+    std::printf("stored: no, and no entry of module '%s' is stored\n", key.module_name.c_str());
+    return;
+  }
+  std::printf("stored: no; nearest entry of module '%s' is %s, differing in:",
+              key.module_name.c_str(), nearest.c_str());
+  for (const auto& d : nearest_diff) std::printf(" %s", d.c_str());
+  std::printf("\n");
+}
+
 int explain_command() {
   auto client = Client::create_cpu();
   if (!client.ok()) return fail(client.status());
-  // An ONNX model: its identity first (what of it the key covers), then the same components.
-  Result<OnnxModel> model = internal_error("not ONNX");
-  Result<ModuleSource> source = internal_error("no source");
-  if (is_onnx_file(args().file)) {
-    model = OnnxModel::from_file(args().file);
-    if (!model.ok()) return fail(model.status());
-    for (const auto& input : model->inputs())
-      if (input.is_static)
-        return fail(invalid_argument(args().file + ": input '" + input.name +
-                                     "' is compiled in by value; its key depends on the values a "
-                                     "run gives (kiln run --json prints the key)"));
-    auto shapes = model->resolve_input_shapes({});
-    if (!shapes.ok()) return fail(shapes.status());
-    source = onnx_module_source(*model, *shapes);
-    if (!source.ok()) return fail(source.status());
-    std::printf(
-        "onnx model %s: structure %s (graph, opsets, initializer names, types and shapes, "
-        "folded initializer values), input shapes",
-        args().file.c_str(), model->structure_digest().substr(0, 16).c_str());
-    for (const auto& shape : *shapes) std::printf(" %s", shape_to_string(shape).c_str());
-    std::printf(", %zu bound weights (values not in the key)\n", model->weights().size());
-  } else {
-    source = ModuleSource::from_file(args().file);
-    if (!source.ok()) return fail(source.status());
-  }
+  auto source = explained_source();
+  if (!source.ok()) return fail(source.status());
   CompileOptions options;
   auto level = parse_effort_level(args().effort);
   if (!level.ok()) return fail(level.status());
@@ -139,36 +170,7 @@ int explain_command() {
                 c.description.c_str());
   if (!cache.ok()) return 0;
   auto entries = (*cache)->list_entries();
-  if (!entries.ok()) return 0;
-  // The nearest stored entry of the same module: fewest differing components.
-  std::string nearest;
-  std::vector<std::string> nearest_diff;
-  for (const CacheEntrySummary& entry : *entries) {
-    if (entry.key == key->key) {
-      std::printf("stored: yes (a run with these options is a cache hit)\n");
-      return 0;
-    }
-    if (!entry.problem.ok() || entry.metadata.module_name != key->module_name) continue;
-    std::vector<std::string> diff;
-    for (const auto& mine : key->components) {
-      bool same = false;
-      for (const auto& theirs : entry.metadata.components)
-        if (theirs.name == mine.name && theirs.digest == mine.digest) same = true;
-      if (!same) diff.push_back(mine.name);
-    }
-    if (nearest.empty() || diff.size() < nearest_diff.size()) {
-      nearest = entry.key;
-      nearest_diff = diff;
-    }
-  }
-  if (nearest.empty()) {
-    std::printf("stored: no, and no entry of module '%s' is stored\n", key->module_name.c_str());
-    return 0;
-  }
-  std::printf("stored: no; nearest entry of module '%s' is %s, differing in:",
-              key->module_name.c_str(), nearest.c_str());
-  for (const auto& d : nearest_diff) std::printf(" %s", d.c_str());
-  std::printf("\n");
+  if (entries.ok()) print_nearest_entry(*entries, *key);
   return 0;
 }
 
