@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -416,19 +417,21 @@ nlohmann::json outputs_json(const std::vector<kiln::Buffer>& results,
   return outputs;
 }
 
-// An ONNX model's runs: each run's time, the last run's results.
-struct OnnxRuns {
+// A program's runs: each run's time, and the last run's results.
+struct TimedRuns {
   std::vector<kiln::Buffer> results;
   std::vector<double> run_ms;
+  double first_ms() const { return run_ms.front(); }
+  double min_ms() const { return *std::min_element(run_ms.begin(), run_ms.end()); }
 };
 
-kiln::Result<OnnxRuns> run_onnx_repeatedly(kiln::OnnxProgram& program,
-                                           const std::vector<kiln::Buffer>& inputs, int repeat) {
-  OnnxRuns runs;
+kiln::Result<TimedRuns> run_timed(
+    int repeat, const std::function<kiln::Result<std::vector<kiln::Buffer>>()>& run) {
+  TimedRuns runs;
   for (int r = 0; r < std::max(1, repeat); ++r) {
-    runs.results.clear();
+    runs.results.clear();  // so a repeat reuses their memory instead of faulting in more
     auto start = Clock::now();
-    auto out = program.run(inputs);
+    auto out = run();
     runs.run_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
     if (!out.ok()) return out.status();
     runs.results = std::move(*out);
@@ -436,20 +439,28 @@ kiln::Result<OnnxRuns> run_onnx_repeatedly(kiln::OnnxProgram& program,
   return runs;
 }
 
+// "time: ..." up to the first run's time: the compile's stages when this process compiled.
+void print_time_line(bool compiled_now, const kiln::Executable& exe, double first_run_ms) {
+  const auto& t = exe.info().timings;
+  if (compiled_now)
+    std::printf("time: parse %.2f ms, passes %.2f ms, llvm %.2f ms, codegen %.2f ms, ", t.parse_ms,
+                t.passes_ms, t.llvm_ms, t.codegen_ms);
+  else
+    std::printf("time: no compile, ");
+  std::printf("load %.2f ms, run %.3f ms", exe.load_ms(), first_run_ms);
+}
+
 nlohmann::json onnx_run_json(const kiln::CompileReport& report, const kiln::Executable& exe,
-                             const OnnxRuns& runs, const std::vector<std::string>& names) {
+                             const TimedRuns& runs, const std::vector<std::string>& names) {
   nlohmann::json out;
   out["cache"] = kiln::to_string(report.cache);
   out["key"] = report.key;
   out["module"] = exe.info().module_name;
   out["compiled"] = report.compiled;
-  out["timings_ms"] = {{"key", report.key_ms},
-                       {"retrieval", report.retrieval_ms},
-                       {"compile", report.compile_ms},
-                       {"load", exe.load_ms()},
-                       {"run", runs.run_ms[0]},
-                       {"run_median", median_of(runs.run_ms)},
-                       {"run_min", *std::min_element(runs.run_ms.begin(), runs.run_ms.end())}};
+  out["timings_ms"] = {{"key", report.key_ms},         {"retrieval", report.retrieval_ms},
+                       {"compile", report.compile_ms}, {"load", exe.load_ms()},
+                       {"run", runs.first_ms()},       {"run_median", median_of(runs.run_ms)},
+                       {"run_min", runs.min_ms()}};
   out["peak_memory_mib"] = peak_memory_mib();
   out["outputs"] = outputs_json(runs.results, names);
   return out;
@@ -464,18 +475,12 @@ kiln::Status write_onnx_output(const std::string& path, const kiln::Buffer& resu
 }
 
 void print_onnx_summary(const kiln::CompileReport& report, const kiln::Executable& exe,
-                        const OnnxRuns& runs, int repeat) {
-  const auto& t = exe.info().timings;
+                        const TimedRuns& runs, int repeat) {
   print_cache_line(report, false);
-  if (report.compiled)
-    std::printf("time: parse %.2f ms, passes %.2f ms, llvm %.2f ms, codegen %.2f ms, ", t.parse_ms,
-                t.passes_ms, t.llvm_ms, t.codegen_ms);
-  else
-    std::printf("time: no compile, ");
-  std::printf("load %.2f ms, run %.3f ms", exe.load_ms(), runs.run_ms[0]);
+  print_time_line(report.compiled, exe, runs.first_ms());
   if (repeat > 1)
     std::printf(" (%d runs: median %.3f ms, min %.3f ms)", repeat, median_of(runs.run_ms),
-                *std::min_element(runs.run_ms.begin(), runs.run_ms.end()));
+                runs.min_ms());
   std::printf("\nmemory: peak %.1f MiB resident (this process)\n", peak_memory_mib());
 }
 
@@ -494,7 +499,7 @@ int run_onnx(const RunArgs& args, const kiln::Client& client, const kiln::Compil
   std::vector<std::string> names;
   for (const auto& output : model->outputs()) names.push_back(output.name);
   model.reset();
-  auto runs = run_onnx_repeatedly(*program, read->values, args.repeat);
+  auto runs = run_timed(args.repeat, [&] { return program->run(read->values); });
   if (!runs.ok()) return fail(runs.status());
   const kiln::Executable& exe = *program->executable();
   if (args.json) std::printf("%s\n", onnx_run_json(report, exe, *runs, names).dump().c_str());
@@ -666,28 +671,6 @@ kiln::Result<std::vector<std::vector<kiln::Buffer>>> run_arguments(const RunArgs
   return sets;
 }
 
-// The results of the last of `repeat` runs, and the first and best run times.
-struct TimedRuns {
-  std::vector<kiln::Buffer> results;
-  double first_ms = 0, best_ms = 1e300;
-};
-
-kiln::Result<TimedRuns> run_repeatedly(kiln::Executable& exe, const std::string& entry,
-                                       const std::vector<kiln::Buffer>& inputs, int repeat) {
-  TimedRuns runs;
-  for (int r = 0; r < std::max(1, repeat); ++r) {
-    runs.results.clear();  // so a repeat reuses their memory instead of faulting in more
-    auto start = Clock::now();
-    auto out = exe.execute(entry, inputs);
-    double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-    if (!out.ok()) return out.status();
-    if (r == 0) runs.first_ms = ms;
-    runs.best_ms = std::min(runs.best_ms, ms);
-    runs.results = std::move(*out);
-  }
-  return runs;
-}
-
 // `kiln run --json`'s object for a run of an MLIR program.
 nlohmann::json run_json(const ObtainedProgram& program, const kiln::EntryPoint& ep,
                         const TimedRuns& runs, int process_index) {
@@ -712,7 +695,7 @@ nlohmann::json run_json(const ObtainedProgram& program, const kiln::EntryPoint& 
                        {"llvm", compiled_now ? t.llvm_ms : 0},
                        {"codegen", compiled_now ? t.codegen_ms : 0},
                        {"load", exe.load_ms()},
-                       {"run", runs.first_ms}};
+                       {"run", runs.first_ms()}};
   out["peak_memory_mib"] = peak_memory_mib();
   out["outputs"] = outputs_json(runs.results, {});
   return out;
@@ -720,18 +703,10 @@ nlohmann::json run_json(const ObtainedProgram& program, const kiln::EntryPoint& 
 
 // The summary after the results: where the executable came from, the times, the memory.
 void print_run_summary(const ObtainedProgram& program, const TimedRuns& runs, int repeat) {
-  const kiln::Executable& exe = *program.executable;
-  const auto& t = exe.info().timings;
   print_cache_line(program.report, program.loaded_compiled);
-  if (program.loaded_compiled || !program.report.compiled) {
-    std::printf("time: no compile, load %.2f ms, run %.3f ms", exe.load_ms(), runs.first_ms);
-  } else {
-    std::printf(
-        "time: parse %.2f ms, passes %.2f ms, llvm %.2f ms, codegen %.2f ms, load %.2f ms, "
-        "run %.3f ms",
-        t.parse_ms, t.passes_ms, t.llvm_ms, t.codegen_ms, exe.load_ms(), runs.first_ms);
-  }
-  if (repeat > 1) std::printf(" (best of %d: %.3f ms)", repeat, runs.best_ms);
+  print_time_line(!program.loaded_compiled && program.report.compiled, *program.executable,
+                  runs.first_ms());
+  if (repeat > 1) std::printf(" (best of %d: %.3f ms)", repeat, runs.min_ms());
   std::printf("\nmemory: peak %.1f MiB resident (this process)\n", peak_memory_mib());
 }
 
@@ -751,7 +726,8 @@ int run_mlir(const RunArgs& args, const kiln::Client& client, const kiln::Compil
   if (replicas > 1) return run_replicas(*program->executable, ep, *input_sets, args);
   if (program->pgle)
     return run_pgle(*program->pgle, ep.name, (*input_sets)[0], args, client.process_index());
-  auto runs = run_repeatedly(*program->executable, ep.name, (*input_sets)[0], args.repeat);
+  auto runs = run_timed(args.repeat,
+                        [&] { return program->executable->execute(ep.name, (*input_sets)[0]); });
   if (!runs.ok()) return fail(runs.status());
   std::fflush(stdout);
   bool runner_mode = result_kind.runner_mode();
