@@ -109,6 +109,12 @@ TEST(OnnxModelsTest, ShiftedTapConvolutionsMatchPyTorchAtEveryLevelAndThreadCoun
   expect_matches_pytorch_at_every_level_and_thread_count("shifted_convs");
 }
 
+// Max pools with output rows shorter than a vector's worth computed channels-last: ceil-mode
+// windows over the end, padding, dilation.
+TEST(OnnxModelsTest, ShortRowMaxPoolsMatchPyTorchAtEveryLevelAndThreadCount) {
+  expect_matches_pytorch_at_every_level_and_thread_count("short_row_pools");
+}
+
 // `kiln run model.onnx --pgle`: the model's own weights through the instrumented and the
 // optimised build, the profile written, the optimised build's output still PyTorch's.
 TEST(OnnxModelsTest, PgleProfilesAndRecompilesAModelWithItsWeights) {

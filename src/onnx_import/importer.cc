@@ -3548,6 +3548,8 @@ class Importer {
     Shape out_shape = {x.shape[0], x.shape[1]};
     out_shape.insert(out_shape.end(), win.out.begin(), win.out.end());
     bool f = is_float_type(elem);
+    if (spatial == 2 && is_max && f && win.out[1] < kMinRowForDepthwise)
+      return reshape(max_pool_channels_last(padded, win, out_shape), original_out);
     if (spatial == 2 && is_max && f) {
       // Loops n, c, oh, kh, kw, ow: the output column loop innermost, so each window tap is one
       // pass along a row (vectorised), instead of linalg's pooling order with the 3-long tap
@@ -3645,6 +3647,29 @@ class Importer {
       y = binary("Div", y, divisor);
     }
     return reshape(y, original_out);
+  }
+
+  // A 2-D float max pool computed channels-last with the channel loop innermost, for output rows
+  // too short to vectorise along (squeezenet's 13- and 27-wide pools: 4.7x and 1.5x faster
+  // including the two transposes).
+  Value max_pool_channels_last(Value& padded, const Window& win, const Shape& out_shape) {
+    std::string elem = padded.elem;
+    Value xl = transpose(padded, {0, 2, 3, 1});
+    Shape out = {out_shape[0], out_shape[2], out_shape[3], out_shape[1]};
+    // Loops n, oh, ow, kh, kw, c.
+    std::string head = "affine_map<(d0, d1, d2, d3, d4, d5) -> (";
+    std::string xmap = head + "d0, d1 * " + std::to_string(win.strides[0]) + " + d3 * " +
+                       std::to_string(win.dilations[0]) + ", d2 * " +
+                       std::to_string(win.strides[1]) + " + d4 * " +
+                       std::to_string(win.dilations[1]) + ", d5)>";
+    std::string wmap = head + "d3, d4)>", ymap = head + "d0, d1, d2, d5)>";
+    std::string window_t = empty(elem, win.kernel);
+    Value y = window_generic(xl, window_t, tensor_type(elem, win.kernel), xmap, wmap, ymap, out,
+                             -std::numeric_limits<double>::infinity(),
+                             [&](const std::string& a, const std::string&, const std::string& o) {
+                               return op("arith.maximumf", {o, a}, elem);
+                             });
+    return transpose(y, {0, 3, 1, 2});
   }
 
   Value global_pool(bool is_max) {

@@ -108,6 +108,16 @@ class ShiftedConvs(torch.nn.Module):
         return self.valid(torch.sigmoid(self.dilated(x)))
 
 
+class ShortRowPools(torch.nn.Module):
+    """Max pools whose output rows are too short to vectorise along (computed channels-last):
+    windows hanging over the end (ceil mode), padding, dilation, rows of 6 to 14."""
+    def forward(self, x):
+        a = torch.nn.functional.max_pool2d(x, 3, 2, ceil_mode=True)
+        b = torch.nn.functional.max_pool2d(-x, 2, 2, padding=1)
+        c = torch.nn.functional.max_pool2d(a, 3, 1, padding=1, dilation=2)
+        return torch.cat([torch.flatten(a, 1), torch.flatten(b, 1), torch.flatten(c, 1)], 1)
+
+
 def transformer():
     layer = torch.nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64,
                                              dropout=0.0, batch_first=True)
@@ -126,6 +136,8 @@ def build(name):
         return SqueezeExcite(), (1, 6, 13, 9)
     if name == "shifted_convs":
         return ShiftedConvs(), (1, 5, 9, 33)
+    if name == "short_row_pools":
+        return ShortRowPools(), (1, 11, 27, 25)
     if name == "resnet18":
         return torchvision.models.resnet18(weights=None), (1, 3, 224, 224)
     if name == "mobilenet_v2":
@@ -192,6 +204,7 @@ def extras(out):
 def main():
     out = sys.argv[1]
     names = sys.argv[2:] or ["mlp", "small_cnn", "depthwise", "squeeze_excite", "shifted_convs",
+                             "short_row_pools",
                              "transformer", "recurrent", "resnet18", "mobilenet_v2", "extras"]
     os.makedirs(out, exist_ok=True)
     for name in names:
