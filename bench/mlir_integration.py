@@ -109,10 +109,18 @@ def kiln_command(command, path, kiln):
     """None when the pipeline runs no program (a RUN line that only prepares %t, say)."""
     command = re.sub(r"(?<![\w/-])mlir-cpu-runner(?![\w-])", "mlir-runner", command)
     stages = command.split("|")
-    runner = next((i for i, s in enumerate(stages) if tool(s) == "mlir-runner"), None)
+    # A stage may be a sequence (`rm -f %t && mlir-opt ... -o %t && mlir-runner %t ...`): the
+    # runner is the command that starts it or follows an `&&`.
+    runner, before = None, ""
+    for i, stage in enumerate(stages):
+        parts = stage.split("&&")
+        at = next((j for j, part in enumerate(parts) if tool(part) == "mlir-runner"), None)
+        if at is not None:
+            runner, stages[i] = i, parts[at]
+            before = " ".join(stages[:i] + parts[:at])
+            break
     if runner is None:
         return None
-    before = " ".join(stages[:runner])
     verify = ""
     if "generate-runtime-verification" in before:
         # -test-cf-assert: a failed check is reported and the program goes on.

@@ -209,6 +209,13 @@ TEST(RunnerFlagsTest, SharedLibsResolveTheFunctionsAProgramCalls) {
                                    "--shared-libs=" + libs, "--no-cache"});
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.out, "42\n42\n");  // vector.print, then the result
+  // The option repeated, as LLVM's runtime-verification tests pass it, adds up the same.
+  ProcessResult repeated =
+      run_process({kiln_binary(), "run", program, "--entry-point-result=i32",
+                   "-shared-libs=" + std::string(MLIR_RUNTIME_DIR) + "/libmlir_runner_utils.so",
+                   "-shared-libs=" + std::string(KILN_TEST_EXTERN_LIBRARY), "--no-cache"});
+  EXPECT_EQ(repeated.exit_code, 0) << repeated.err;
+  EXPECT_EQ(repeated.out, "42\n42\n");
   ProcessResult absent = run_process({kiln_binary(), "run", program, "--entry-point-result=i32",
                                       "--shared-libs=/nonexistent/libnothing.so", "--no-cache"});
   EXPECT_EQ(absent.exit_code, 1);

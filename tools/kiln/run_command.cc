@@ -542,9 +542,13 @@ CLI::App* add_run_command(CLI::App& app, RunArgs& run) {
   run_cmd->add_option("--entry-point-result", run.entry_point_result,
                       "mlir-runner mode: 'void' prints only what the program prints; i32, i64 "
                       "or f32 also prints the value the entry (without arguments) returns");
-  run_cmd->add_option("--shared-libs", run.shared_libs,
-                      "comma-separated libraries whose functions the program calls (MLIR's "
-                      "runner utility libraries are built into kiln)");
+  // As mlir-runner's: repeated, or several separated by commas.
+  run_cmd
+      ->add_option("--shared-libs", run.shared_libs,
+                   "libraries whose functions the program calls, comma-separated or the option "
+                   "repeated (MLIR's runner utility libraries are built into kiln)")
+      ->delimiter(',')
+      ->allow_extra_args(false);
   run_cmd->add_option("--disable-pass", run.disabled_passes, "leave a pipeline pass out");
   run_cmd->add_flag("--verify-runtime", run.verify_runtime,
                     "insert run-time checks that stop an out-of-bounds program with "

@@ -19,7 +19,7 @@ struct RunArgs {
   std::string fill = "random";
   std::string effort = "UNKNOWN";
   std::string entry_point_result;
-  std::string shared_libs;
+  std::vector<std::string> shared_libs;  // --shared-libs, repeated or comma-separated
   bool verify_runtime = false;
   bool verify_runtime_continue = false;
   bool enable_matrix = false;  // accepted: kiln always lowers matrix intrinsics

@@ -81,12 +81,8 @@ std::string runner_text(const Buffer& scalar) {
   }
 }
 
-Status load_shared_libraries(const std::string& list) {
-  size_t start = 0;
-  while (start <= list.size()) {
-    size_t comma = list.find(',', start);
-    std::string path = list.substr(start, comma == std::string::npos ? comma : comma - start);
-    start = comma == std::string::npos ? list.size() + 1 : comma + 1;
+Status load_shared_libraries(const std::vector<std::string>& paths) {
+  for (const std::string& path : paths) {
     if (path.empty()) continue;
     std::string name = std::filesystem::path(path).filename().string();
     // kiln's runtime exports what these provide (printMemref*, the async runtime...).

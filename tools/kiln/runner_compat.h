@@ -32,8 +32,8 @@ Status check_entry_for_result(const EntryPoint& entry, const EntryPointResult& r
 // The value as mlir-runner prints a result (integers in decimal, f32 as "%e").
 std::string runner_text(const Buffer& scalar);
 
-// --shared-libs=a.so,b.so: MLIR's runner utility libraries are kiln's own runtime (skipped);
-// other libraries are loaded so the program's calls into them resolve.
-Status load_shared_libraries(const std::string& list);
+// --shared-libs=a.so,b.so (or the option repeated): MLIR's runner utility libraries are kiln's own
+// runtime (skipped); other libraries are loaded so the program's calls into them resolve.
+Status load_shared_libraries(const std::vector<std::string>& paths);
 
 }  // namespace kiln::cli
