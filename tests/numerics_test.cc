@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <random>
 
 #include "test_support.h"
@@ -164,6 +165,44 @@ TEST_P(NumericsTest, BiasAndSiluOverRowsWithRemainders) {
     want[i] = s / (1.0 + std::exp(-s));
   }
   expect_close(out[0], want, 1e-5);
+}
+
+// The product's (m, n) element plus the row's bias, as `finish` makes it.
+std::vector<double> product_epilogue(const Buffer& a, const Buffer& b, const Buffer& bias,
+                                     int64_t m, int64_t k, int64_t n,
+                                     const std::function<double(double, int64_t)>& finish) {
+  std::vector<double> c = matmul_reference(a, b, m, k, n);
+  for (int64_t i = 0; i < m * n; ++i) c[i] = finish(c[i] + bias.as<float>()[i / n], i);
+  return c;
+}
+
+TEST_P(NumericsTest, ProductEpiloguesComputedPerTile) {
+  Buffer a = random_f32({96, 24}, 41), b = random_f32({24, 200}, 42),
+         bias = random_f32({96, 1}, 43);
+  auto out = run("matmul_epilogue.mlir", "bias_relu", {a, b, bias});
+  ASSERT_EQ(out.size(), 1u);
+  expect_close(
+      out[0],
+      product_epilogue(a, b, bias, 96, 24, 200, [](double s, int64_t) { return std::max(s, 0.0); }),
+      1e-4);
+
+  Buffer a2 = random_f32({40, 300}, 44), b2 = random_f32({300, 605}, 45);
+  Buffer r = random_f32({40, 605}, 46), bias2 = random_f32({40, 1}, 47);
+  out = run("matmul_epilogue.mlir", "residual", {a2, b2, r, bias2});
+  ASSERT_EQ(out.size(), 1u);
+  expect_close(out[0],
+               product_epilogue(a2, b2, bias2, 40, 300, 605,
+                                [&](double s, int64_t i) { return s + r.as<float>()[i]; }),
+               1e-4);
+
+  Buffer a3 = random_f32({100, 24}, 48), b3 = random_f32({24, 64}, 49);
+  Buffer bias3 = random_f32({100, 1}, 50);
+  out = run("matmul_epilogue.mlir", "silu", {a3, b3, bias3});
+  ASSERT_EQ(out.size(), 1u);
+  expect_close(out[0],
+               product_epilogue(a3, b3, bias3, 100, 24, 64,
+                                [](double s, int64_t) { return s / (1.0 + std::exp(-s)); }),
+               1e-4);
 }
 
 TEST_P(NumericsTest, TransposesWithPartialTiles) {

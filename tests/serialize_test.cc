@@ -239,6 +239,40 @@ TEST(VectorizationTest, ConvolutionsAreVectorisedFromO2AndTheStepCanBeDisabled) 
   EXPECT_NE(scalar_ir->find("linalg.conv_2d_nhwc_hwcf"), std::string::npos);
 }
 
+// From O2 the kernel after a product is tiled and each tile computes its piece of the product
+// (fill, matmul, kernel in one scf.forall): two of the program's three products qualify (the
+// third has no tile size). Without the step the results are the same.
+TEST(VectorizationTest, ProductEpiloguesRunInsideTheProductsTilesAndTheStepCanBeDisabled) {
+  TempDir dumps;
+  ASSERT_TRUE(config::set("KILN_DUMP_IR_TO", dumps.path()).ok());
+  auto source = ModuleSource::from_file(program_path("matmul_epilogue.mlir"));
+  ASSERT_TRUE(source.ok());
+  CompileOptions options;
+  options.optimization_level = EffortLevel::kO2;
+  auto fused = shared_client().compile(*source, options);
+  auto fused_ir = read_file(dumps.file(file_name_for_module("module") + ".1-bufferized.mlir"));
+  options.disabled_passes = {"kiln-fuse-epilogues"};
+  auto apart = shared_client().compile(*source, options);
+  auto apart_ir = read_file(dumps.file(file_name_for_module("module") + ".1-bufferized.mlir"));
+  ASSERT_TRUE(config::set("KILN_DUMP_IR_TO", "").ok());
+  ASSERT_TRUE(fused.ok() && apart.ok() && fused_ir.ok() && apart_ir.ok());
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count(*fused_ir, "scf.forall"), 2u);
+  EXPECT_EQ(count(*apart_ir, "scf.forall"), 0u);
+  // Inside a tile the product writes the output's own slice: no buffer of its own.
+  EXPECT_EQ(count(*fused_ir, "memref.alloc("), count(*apart_ir, "memref.alloc(") - 2);
+  Buffer a = random_f32({96, 24}, 61), b = random_f32({24, 200}, 62),
+         bias = random_f32({96, 1}, 63);
+  auto x = (*fused)->execute("bias_relu", {a, b, bias});
+  auto y = (*apart)->execute("bias_relu", {a, b, bias});
+  ASSERT_TRUE(x.ok() && y.ok());
+  EXPECT_TRUE(same_bytes((*x)[0], (*y)[0]));
+}
+
 }  // namespace
 }  // namespace kiln::testing
 

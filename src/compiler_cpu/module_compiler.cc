@@ -21,6 +21,7 @@
 #include "compiler_cpu/accumulator_hoisting.h"
 #include "compiler_cpu/crash_recovery.h"
 #include "compiler_cpu/elementwise_vectorize.h"
+#include "compiler_cpu/epilogue_fusion.h"
 #include "compiler_cpu/llvm_codegen.h"
 #include "compiler_cpu/loop_collapse.h"
 #include "compiler_cpu/parallel_loops.h"
@@ -757,6 +758,11 @@ class MlirModuleCompiler : public ModuleCompiler {
     KILN_RETURN_IF_ERROR(run_passes(*module, pipeline.tensor_passes, diagnostics));
     if (pgle.active()) result.info.kernels = instrument_kernels(*module, pgle, &cold_kernels);
     if (has_pack_or_unpack(*module)) apply_optional_transform(module, kLowerPackUnpackScript);
+    if (pipeline.fuse_epilogues && pipeline.tile_and_vectorize) {
+      for (const std::string& script : prepare_epilogue_fusion(*module))
+        apply_optional_transform(module, script.c_str());
+      clear_epilogue_marks(*module);
+    }
     if (pipeline.vectorize_convolutions)
       apply_optional_transform(module, kVectorizeConvolutionsScript);
     protect_entry_arguments(*module);

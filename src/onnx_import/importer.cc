@@ -735,6 +735,8 @@ class Importer {
   // out = f(inputs...) elementwise with numpy broadcasting into `out_shape`.
   Value elementwise(std::vector<Value*> ins, const std::string& out_elem, const Shape& out_shape,
                     const Body& body) {
+    if (std::optional<Value> planar = elementwise_on_planes(ins, out_elem, out_shape, body))
+      return *planar;
     std::vector<std::string> names, types, maps, block_args;
     for (Value* v : ins) {
       names.push_back(ssa(*v));
@@ -771,6 +773,42 @@ class Importer {
     line("  linalg.yield " + result + " : " + out_elem);
     line("} -> " + out.type());
     return out;
+  }
+
+  // An elementwise kernel on feature maps that are reshaped products (plane_of_), computed on
+  // the products' (C, H*W) layout and reshaped after: the bias, activation and residual add
+  // after a convolution then read the product directly, with no reshape between, so the compiler
+  // can compute them on each tile of the product while it is still in cache. nullopt unless
+  // every full-size input is such a product and the rest broadcast per channel or are scalars.
+  std::optional<Value> elementwise_on_planes(const std::vector<Value*>& ins,
+                                             const std::string& out_elem, const Shape& out_shape,
+                                             const Body& body) {
+    if (out_shape.size() != 4 || out_shape[0] != 1) return std::nullopt;
+    int64_t channels = out_shape[1];
+    Shape plane = {channels, out_shape[2] * out_shape[3]};
+    std::vector<Value> planar;
+    planar.reserve(ins.size());
+    bool any_plane = false;
+    for (Value* v : ins) {
+      if (v->shape == out_shape) {
+        auto known = plane_of_.find(v->ssa);
+        if (v->is_const || known == plane_of_.end()) return std::nullopt;
+        planar.push_back(known->second);
+        any_plane = true;
+      } else if (v->count() == 1) {
+        planar.push_back(reshape(*v, {}));
+      } else if (v->count() == channels && v->shape.size() >= 3 &&
+                 v->shape[v->shape.size() - 3] == channels) {
+        planar.push_back(reshape(*v, {channels, 1}));
+      } else {
+        return std::nullopt;
+      }
+    }
+    if (!any_plane) return std::nullopt;
+    std::vector<Value*> planar_ins;
+    for (Value& v : planar) planar_ins.push_back(&v);
+    Value y = elementwise(planar_ins, out_elem, plane, body);
+    return reshape(y, out_shape);
   }
 
   // One scalar operation inside a body.
@@ -864,6 +902,8 @@ class Importer {
     }
     line(out.ssa + " = tensor.expand_shape " + flat_ssa + " [[" + group + "]] output_shape [" +
          sizes + "] : " + tensor_type(v.elem, flat) + " into " + out.type());
+    if (v.shape.size() == 2 && shape.size() == 4 && shape[0] == 1 && shape[1] == v.shape[0])
+      plane_of_[out.ssa] = v;
     return out;
   }
 
@@ -3977,6 +4017,10 @@ class Importer {
   std::vector<Value> prepared_;                // main's extra arguments
   std::vector<std::string> prepared_results_;  // their SSA names in the prepare function
   std::map<std::string, size_t> prepared_by_source_;
+  // One image's feature maps (1, C, H, W) that are a reshape of a (C, H*W) value (the product a
+  // convolution computed), by SSA name: elementwise kernels on them compute on the product's
+  // layout (elementwise_on_planes).
+  std::map<std::string, Value> plane_of_;
   int next_id_ = 0;
 };
 

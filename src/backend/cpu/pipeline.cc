@@ -19,6 +19,7 @@ Pipeline build_pipeline(EffortLevel level, const std::vector<std::string>& disab
       {"canonicalize", "", false},
       {"linalg-fuse-elementwise-ops", "", false},
   };
+  p.fuse_epilogues = vectorize;
   p.vectorize_convolutions = vectorize;
   p.bufferize_passes = {
       {"canonicalize", "", false},
@@ -35,6 +36,9 @@ Pipeline build_pipeline(EffortLevel level, const std::vector<std::string>& disab
   p.lowering_passes = {
       {"buffer-deallocation-pipeline", "", false},
       {"convert-bufferization-to-memref", "", false},
+      // Tiles of an scf.forall (kiln's fused epilogues, or the program's own) are independent:
+      // a parallel loop, which kiln's thread pool may share out.
+      {"scf-forall-to-parallel", "", false},
       {"convert-linalg-to-parallel-loops", "", true},
       // Parallel loops become tasks for kiln's thread pool (coroutines on MLIR's async runtime
       // interface, which libkiln implements).
@@ -86,6 +90,7 @@ Pipeline build_pipeline(EffortLevel level, const std::vector<std::string>& disab
   auto named = [&](const char* step) {
     return std::find(disabled.begin(), disabled.end(), step) != disabled.end();
   };
+  if (named(kFuseEpiloguesStep)) p.fuse_epilogues = false;
   if (named(kVectorizeConvolutionsStep)) p.vectorize_convolutions = false;
   if (named(kTileAndVectorizeStep)) p.tile_and_vectorize = false;
   if (named(kVectorizeElementwiseStep)) p.vectorize_elementwise = false;
@@ -124,6 +129,7 @@ Result<std::string> describe_pipeline(EffortLevel level,
                                       const std::vector<std::string>& disabled_passes) {
   cpu::Pipeline p = cpu::build_pipeline(resolve_effort_level(level), disabled_passes);
   std::string text = cpu::pipeline_text(p.tensor_passes) + "\n";
+  if (p.fuse_epilogues) text += std::string(cpu::kFuseEpiloguesStep) + "\n";
   if (p.vectorize_convolutions) text += std::string(cpu::kVectorizeConvolutionsStep) + "\n";
   text += cpu::pipeline_text(p.bufferize_passes) + "\n";
   if (p.tile_and_vectorize) text += std::string(cpu::kTileAndVectorizeStep) + "\n";

@@ -20,6 +20,7 @@ struct PipelineStep {
 inline constexpr const char* kVectorizeConvolutionsStep = "kiln-vectorize-convolutions";
 inline constexpr const char* kTileAndVectorizeStep = "kiln-tile-and-vectorize";
 inline constexpr const char* kVectorizeElementwiseStep = "kiln-vectorize-elementwise";
+inline constexpr const char* kFuseEpiloguesStep = "kiln-fuse-epilogues";
 // kiln's own step that lowers cf.assert to a report that does not stop the program.
 inline constexpr const char* kReportFailedChecksStep = "kiln-report-failed-checks";
 // kiln's own step that runs parallel loops on the thread pool (compiler_cpu/parallel_loops.h).
@@ -27,6 +28,7 @@ inline constexpr const char* kParallelizeStep = "kiln-parallelize";
 
 struct Pipeline {
   std::vector<PipelineStep> tensor_passes;  // TOSA → linalg, elementwise fusion
+  bool fuse_epilogues = false;              // on tensors: bias/activation into product tiles
   bool vectorize_convolutions = false;      // on tensors: decompose to 1-D, vectorise
   std::vector<PipelineStep> bufferize_passes;
   bool tile_and_vectorize = false;            // on buffers: matmul / batch_matmul register tiles
