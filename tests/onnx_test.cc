@@ -109,6 +109,12 @@ TEST(OnnxModelsTest, ShiftedTapConvolutionsMatchPyTorchAtEveryLevelAndThreadCoun
   expect_matches_pytorch_at_every_level_and_thread_count("shifted_convs");
 }
 
+// Bias, activations and residual adds after pointwise convolutions computed in the product's
+// layout, inside its tiles; chains that end in padding or a concatenation keep their own layout.
+TEST(OnnxModelsTest, PointwiseConvolutionChainsMatchPyTorchAtEveryLevelAndThreadCount) {
+  expect_matches_pytorch_at_every_level_and_thread_count("pointwise_chains");
+}
+
 // Max pools with output rows shorter than a vector's worth computed channels-last: ceil-mode
 // windows over the end, padding, dilation.
 TEST(OnnxModelsTest, ShortRowMaxPoolsMatchPyTorchAtEveryLevelAndThreadCount) {

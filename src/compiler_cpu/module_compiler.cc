@@ -387,10 +387,28 @@ void fuse_elementwise_ops(mlir::ModuleOp module) {
     return op != nullptr && mlir::isa<mlir::linalg::LinalgOp>(op) &&
            !mlir::isa<mlir::linalg::GenericOp>(op);
   };
-  auto reshape_control = [&](mlir::OpOperand* operand) {
-    return single_use_producer(operand) && !is_named(operand->get().getDefiningOp()) &&
-           !is_named(operand->getOwner());
+  // A kernel that reads a product's result keeps the product's shape: reshaped, it would read the
+  // product through a reshape and could no longer be computed in the product's tiles
+  // (kiln-fuse-epilogues).
+  auto reads_named_result = [&](mlir::Operation* op) {
+    if (!op) return false;
+    for (mlir::Value v : op->getOperands())
+      if (is_named(v.getDefiningOp())) return true;
+    return false;
   };
+  auto reshape_control = [&](mlir::OpOperand* operand) {
+    mlir::Operation* producer = operand->get().getDefiningOp();
+    return single_use_producer(operand) && !is_named(producer) && !is_named(operand->getOwner()) &&
+           !reads_named_result(producer) && !reads_named_result(operand->getOwner());
+  };
+  // Kernels that read each other directly merge first: a bias and the activation after it, before
+  // a reshape of the activation's result could be folded into the activation alone (it would
+  // then read the bias's result through a reshape, and the two could no longer merge).
+  {
+    mlir::RewritePatternSet direct(context);
+    mlir::linalg::populateElementwiseOpsFusionPatterns(direct, fusable);
+    (void)mlir::applyPatternsGreedily(module, std::move(direct));
+  }
   mlir::RewritePatternSet patterns(context);
   mlir::linalg::populateElementwiseOpsFusionPatterns(patterns, fusable);
   mlir::linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, reshape_control);

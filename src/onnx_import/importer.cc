@@ -303,6 +303,8 @@ class Importer {
         values_[init.name()] = tensor_value(init, where, request_.model_directory);
       }
     }
+    for (const auto& node : graph.node())
+      for (const std::string& in : node.input()) consumers_.emplace(in, &node);
     for (const auto& node : graph.node()) {
       node_ = &node;
       where_ = "node '" + (node.name().empty() ? node.op_type() : node.name()) + "' (" +
@@ -784,6 +786,8 @@ class Importer {
                                              const std::string& out_elem, const Shape& out_shape,
                                              const Body& body) {
     if (out_shape.size() != 4 || out_shape[0] != 1) return std::nullopt;
+    if (node_ != nullptr && node_->output_size() > 0 && gets_padded(node_->output(0)))
+      return std::nullopt;
     int64_t channels = out_shape[1];
     Shape plane = {channels, out_shape[2] * out_shape[3]};
     std::vector<Value> planar;
@@ -809,6 +813,39 @@ class Importer {
     for (Value& v : planar) planar_ins.push_back(&v);
     Value y = elementwise(planar_ins, out_elem, plane, body);
     return reshape(y, out_shape);
+  }
+
+  // Whether the value named `name` reaches, through elementwise nodes only, a node that places
+  // its input inside a bigger buffer (a convolution or pool with pads, Pad, Concat). That buffer
+  // is filled by a copy of a value computed in a product's layout, while a feature map computed in
+  // its own layout is written into it directly: there the product's layout costs a pass more than
+  // it saves (squeezenet's concatenated expand convolutions, mobilenet's padded depthwise ones).
+  bool gets_padded(const std::string& name, int depth = 0) const {
+    static const std::set<std::string> elementwise = {
+        "Relu", "Clip",  "Sigmoid", "HardSigmoid", "HardSwish", "LeakyRelu", "Tanh",
+        "Add",  "Sub",   "Mul",     "Div",         "Neg",       "Exp",       "Elu",
+        "Selu", "PRelu", "Mish",    "Softplus",    "Identity",  "Dropout"};
+    if (depth > 16) return false;
+    auto [first, last] = consumers_.equal_range(name);
+    for (auto it = first; it != last; ++it) {
+      const onnx::NodeProto& consumer = *it->second;
+      const std::string& type = consumer.op_type();
+      if (type == "Pad" || type == "Concat") return true;
+      if (type == "Conv" || type == "MaxPool" || type == "AveragePool" || type == "LpPool") {
+        for (const auto& a : consumer.attribute()) {
+          if (a.name() == "pads")
+            for (int64_t p : a.ints())
+              if (p != 0) return true;
+          if (a.name() == "auto_pad" && a.s().rfind("SAME", 0) == 0) return true;
+          if (a.name() == "ceil_mode" && a.i() != 0) return true;  // may pad the end
+        }
+        continue;
+      }
+      if (elementwise.count(type))
+        for (const std::string& out : consumer.output())
+          if (!out.empty() && gets_padded(out, depth + 1)) return true;
+    }
+    return false;
   }
 
   // One scalar operation inside a body.
@@ -4021,6 +4058,8 @@ class Importer {
   // convolution computed), by SSA name: elementwise kernels on them compute on the product's
   // layout (elementwise_on_planes).
   std::map<std::string, Value> plane_of_;
+  // The nodes that read each value, by name.
+  std::multimap<std::string, const onnx::NodeProto*> consumers_;
   int next_id_ = 0;
 };
 

@@ -108,6 +108,27 @@ class ShiftedConvs(torch.nn.Module):
         return self.valid(torch.sigmoid(self.dilated(x)))
 
 
+class PointwiseChains(torch.nn.Module):
+    """Pointwise convolutions whose bias, activations and residual adds are computed in the
+    product's layout and tiles: ReLU, a residual, SiLU, channel counts and image sizes no vector
+    or tile divides; one chain ends in a padded convolution and one in a concatenation (those
+    keep the feature map's own layout)."""
+    def __init__(self):
+        super().__init__()
+        self.expand = torch.nn.Conv2d(5, 44, 1)
+        self.project = torch.nn.Conv2d(44, 5, 1)
+        self.mix = torch.nn.Conv2d(5, 19, 1)
+        self.padded = torch.nn.Conv2d(19, 7, 3, padding=1)
+        self.side = torch.nn.Conv2d(19, 7, 1)
+
+    def forward(self, x):
+        y = torch.relu(self.expand(x))
+        y = self.project(y) + x
+        z = self.mix(y)
+        z = z * torch.sigmoid(z)
+        return torch.cat([self.padded(z), torch.relu(self.side(z))], 1)
+
+
 class ShortRowPools(torch.nn.Module):
     """Max pools whose output rows are too short to vectorise along (computed channels-last):
     windows hanging over the end (ceil mode), padding, dilation, rows of 6 to 14."""
@@ -136,6 +157,8 @@ def build(name):
         return SqueezeExcite(), (1, 6, 13, 9)
     if name == "shifted_convs":
         return ShiftedConvs(), (1, 5, 9, 33)
+    if name == "pointwise_chains":
+        return PointwiseChains(), (1, 5, 9, 61)
     if name == "short_row_pools":
         return ShortRowPools(), (1, 11, 27, 25)
     if name == "resnet18":
@@ -204,7 +227,7 @@ def extras(out):
 def main():
     out = sys.argv[1]
     names = sys.argv[2:] or ["mlp", "small_cnn", "depthwise", "squeeze_excite", "shifted_convs",
-                             "short_row_pools",
+                             "short_row_pools", "pointwise_chains",
                              "transformer", "recurrent", "resnet18", "mobilenet_v2", "extras"]
     os.makedirs(out, exist_ok=True)
     for name in names:

@@ -29,6 +29,9 @@ Pipeline build_pipeline(EffortLevel level, const std::vector<std::string>& disab
       {"one-shot-bufferize",
        "{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}",
        false},
+      // A tile of a fused epilogue is written back onto itself (the same subview taken twice):
+      // once the two views are one, canonicalisation drops the copy.
+      {"cse", "", false},
       {"canonicalize", "", false},
   };
   p.tile_and_vectorize = vectorize;
