@@ -3337,6 +3337,21 @@ class Importer {
     return argument;
   }
 
+  // The input map of a windowed kernel (window_generic) over loops d0..d5: (n, c, oh, kh, kw,
+  // ow) reading NCHW, or channels-last (n, oh, ow, kh, kw, c) reading NHWC.
+  static std::string window_input_map(const Shape& strides, const Shape& dilations,
+                                      bool channels_last) {
+    auto along = [&](const char* out, const char* tap, size_t k) {
+      return std::string(out) + " * " + std::to_string(strides[k]) + " + " + tap + " * " +
+             std::to_string(dilations[k]);
+    };
+    std::string rows = along(channels_last ? "d1" : "d2", "d3", 0);
+    std::string cols = along(channels_last ? "d2" : "d5", "d4", 1);
+    std::string dims =
+        channels_last ? "d0, " + rows + ", " + cols + ", d5" : "d0, d1, " + rows + ", " + cols;
+    return "affine_map<(d0, d1, d2, d3, d4, d5) -> (" + dims + ")>";
+  }
+
   // A windowed kernel as one generic over loops d0..d5: three parallel, the two window taps
   // (reduction), one parallel. `update(input, weight, acc)` gives the new accumulator, which
   // starts at `init`.
@@ -3414,9 +3429,7 @@ class Importer {
     Shape out = {n, c, out_spatial[0], out_spatial[1]};
     // Loops n, c, oh, kh, kw, ow.
     std::string head = "affine_map<(d0, d1, d2, d3, d4, d5) -> (";
-    std::string xmap = head + "d0, d1, d2 * " + std::to_string(strides[0]) + " + d3 * " +
-                       std::to_string(dilations[0]) + ", d5 * " + std::to_string(strides[1]) +
-                       " + d4 * " + std::to_string(dilations[1]) + ")>";
+    std::string xmap = window_input_map(strides, dilations, false);
     std::string wmap = head + "d1, d3, d4)>", ymap = head + "d0, d1, d2, d5)>";
     return window_generic(padded, ssa(wd), wd.type(), xmap, wmap, ymap, out, 0, multiply_add(elem));
   }
@@ -3433,9 +3446,7 @@ class Importer {
     Shape out = {n, out_spatial[0], out_spatial[1], c};
     // Loops n, oh, ow, kh, kw, c.
     std::string head = "affine_map<(d0, d1, d2, d3, d4, d5) -> (";
-    std::string xmap = head + "d0, d1 * " + std::to_string(strides[0]) + " + d3 * " +
-                       std::to_string(dilations[0]) + ", d2 * " + std::to_string(strides[1]) +
-                       " + d4 * " + std::to_string(dilations[1]) + ", d5)>";
+    std::string xmap = window_input_map(strides, dilations, true);
     std::string wmap = head + "d3, d4, d5)>", ymap = head + "d0, d1, d2, d5)>";
     Value y = window_generic(xl, ssa(wl), wl.type(), xmap, wmap, ymap, out, 0, multiply_add(elem));
     return transpose(y, {0, 3, 1, 2});
@@ -3632,10 +3643,7 @@ class Importer {
       // pass along a row (vectorised), instead of linalg's pooling order with the 3-long tap
       // loops innermost (scalar: squeezenet's three max pools were 18% of its time).
       std::string head = "affine_map<(d0, d1, d2, d3, d4, d5) -> (";
-      std::string xmap = head + "d0, d1, d2 * " + std::to_string(win.strides[0]) + " + d3 * " +
-                         std::to_string(win.dilations[0]) + ", d5 * " +
-                         std::to_string(win.strides[1]) + " + d4 * " +
-                         std::to_string(win.dilations[1]) + ")>";
+      std::string xmap = window_input_map(win.strides, win.dilations, false);
       std::string wmap = head + "d3, d4)>", ymap = head + "d0, d1, d2, d5)>";
       // The window operand (only its shape is read) bounds the tap loops.
       std::string window_t = empty(elem, win.kernel);
@@ -3735,10 +3743,7 @@ class Importer {
     Shape out = {out_shape[0], out_shape[2], out_shape[3], out_shape[1]};
     // Loops n, oh, ow, kh, kw, c.
     std::string head = "affine_map<(d0, d1, d2, d3, d4, d5) -> (";
-    std::string xmap = head + "d0, d1 * " + std::to_string(win.strides[0]) + " + d3 * " +
-                       std::to_string(win.dilations[0]) + ", d2 * " +
-                       std::to_string(win.strides[1]) + " + d4 * " +
-                       std::to_string(win.dilations[1]) + ", d5)>";
+    std::string xmap = window_input_map(win.strides, win.dilations, true);
     std::string wmap = head + "d3, d4)>", ymap = head + "d0, d1, d2, d5)>";
     std::string window_t = empty(elem, win.kernel);
     Value y = window_generic(xl, window_t, tensor_type(elem, win.kernel), xmap, wmap, ymap, out,
