@@ -107,106 +107,115 @@ std::string scalar_literal(const std::string& elem, double value) {
   return std::to_string(int64_t(value));
 }
 
-// Reads a TensorProto's values (raw_data or the typed fields) as host data.
+// The bytes of a tensor stored outside the model (ONNX external data), from a file in the
+// model's directory only.
+std::string external_data(const onnx::TensorProto& t, const std::string& where,
+                          const std::string& directory) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& e : t.external_data()) {
+    if (e.key() == "location") location = e.value();
+    if (e.key() == "offset") offset = std::atoll(e.value().c_str());
+    if (e.key() == "length") length = std::atoll(e.value().c_str());
+  }
+  if (directory.empty() || location.empty() || location[0] == '/' ||
+      location.find("..") != std::string::npos)
+    fail(where + ": external data '" + location + "' is outside the model's directory");
+  std::ifstream file(directory + "/" + location, std::ios::binary);
+  if (!file) fail(where + ": cannot open its external data file '" + location + "'");
+  file.seekg(offset);
+  std::string bytes;
+  if (length < 0) {
+    bytes.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+  } else {
+    bytes.resize(size_t(length));
+    file.read(bytes.data(), length);
+    if (file.gcount() != length) fail(where + ": its external data file is too short");
+  }
+  return bytes;
+}
+
+// Element `k` of little-endian raw data whose elements are `T`.
+template <typename T>
+T raw_element(const std::string& raw, int64_t k) {
+  T x;
+  std::memcpy(&x, raw.data() + sizeof(T) * size_t(k), sizeof(T));
+  return x;
+}
+
+// A tensor's values: from `raw` when it has raw data (checked against the shape), else from the
+// typed fields.
+struct TensorData {
+  const onnx::TensorProto& proto;
+  const std::string& raw;
+  bool has_raw;
+  int64_t count;
+  const std::string& where;
+
+  void check_raw_size(size_t width) const {
+    if (has_raw && raw.size() != size_t(count) * width)
+      fail(where + ": raw_data holds " + std::to_string(raw.size()) + " bytes, the shape needs " +
+           std::to_string(size_t(count) * width));
+  }
+
+  std::vector<double> floats(bool f32) const {
+    check_raw_size(f32 ? 4 : 8);
+    int typed = f32 ? proto.float_data_size() : proto.double_data_size();
+    if (!has_raw && typed != count)
+      fail(where + ": wrong number of " + std::string(f32 ? "float" : "double") + " values");
+    std::vector<double> out(static_cast<size_t>(count));
+    for (int64_t k = 0; k < count; ++k) {
+      if (f32)
+        out[k] = has_raw ? raw_element<float>(raw, k) : proto.float_data(int(k));
+      else
+        out[k] = has_raw ? raw_element<double>(raw, k) : proto.double_data(int(k));
+    }
+    return out;
+  }
+
+  // `bits`: the element's width in raw data (booleans: a byte each).
+  std::vector<int64_t> integers(int bits, bool int64_field) const {
+    check_raw_size(size_t(bits / 8));
+    if (!has_raw && (int64_field ? proto.int64_data_size() : proto.int32_data_size()) != count)
+      fail(where + ": wrong number of " + std::string(int64_field ? "int64" : "integer") +
+           " values");
+    std::vector<int64_t> out(static_cast<size_t>(count));
+    for (int64_t k = 0; k < count; ++k) {
+      if (!has_raw)
+        out[k] = int64_field ? proto.int64_data(int(k)) : proto.int32_data(int(k));
+      else if (bits == 64)
+        out[k] = raw_element<int64_t>(raw, k);
+      else if (bits == 32)
+        out[k] = raw_element<int32_t>(raw, k);
+      else if (bits == 16)
+        out[k] = raw_element<int16_t>(raw, k);
+      else
+        out[k] = raw_element<int8_t>(raw, k);
+    }
+    return out;
+  }
+};
+
+// Reads a TensorProto's values (raw_data, external data or the typed fields) as host data.
 Value tensor_value(const onnx::TensorProto& t, const std::string& where,
                    const std::string& directory = "") {
   Value v;
   v.is_const = true;
   v.elem = elem_or_fail(t.data_type(), where);
   for (int64_t d : t.dims()) v.shape.push_back(d);
-  int64_t n = product(v.shape);
   std::string external;
-  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
-    std::string location;
-    int64_t offset = 0, length = -1;
-    for (const auto& e : t.external_data()) {
-      if (e.key() == "location") location = e.value();
-      if (e.key() == "offset") offset = std::atoll(e.value().c_str());
-      if (e.key() == "length") length = std::atoll(e.value().c_str());
-    }
-    if (directory.empty() || location.empty() || location[0] == '/' ||
-        location.find("..") != std::string::npos)
-      fail(where + ": external data '" + location + "' is outside the model's directory");
-    std::ifstream file(directory + "/" + location, std::ios::binary);
-    if (!file) fail(where + ": cannot open its external data file '" + location + "'");
-    file.seekg(offset);
-    if (length < 0) {
-      external.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
-    } else {
-      external.resize(size_t(length));
-      file.read(external.data(), length);
-      if (file.gcount() != length) fail(where + ": its external data file is too short");
-    }
-  }
+  if (t.data_location() == onnx::TensorProto::EXTERNAL)
+    external = external_data(t, where, directory);
   const std::string& raw = external.empty() ? t.raw_data() : external;
-  bool has_raw = t.has_raw_data() || !external.empty();
-  auto need = [&](size_t width) {
-    if (has_raw && raw.size() != size_t(n) * width)
-      fail(where + ": raw_data holds " + std::to_string(raw.size()) + " bytes, the shape needs " +
-           std::to_string(size_t(n) * width));
-  };
+  TensorData data{t, raw, t.has_raw_data() || !external.empty(), product(v.shape), where};
   if (is_float_type(v.elem)) {
-    v.f.resize(n);
-    if (v.elem == "f32") {
-      need(4);
-      if (!has_raw && t.float_data_size() != n) fail(where + ": wrong number of float values");
-      for (int64_t k = 0; k < n; ++k) {
-        float x;
-        if (has_raw)
-          std::memcpy(&x, raw.data() + 4 * k, 4);
-        else
-          x = t.float_data(int(k));
-        v.f[k] = x;
-      }
-    } else {
-      need(8);
-      if (!has_raw && t.double_data_size() != n) fail(where + ": wrong number of double values");
-      for (int64_t k = 0; k < n; ++k) {
-        double x;
-        if (has_raw)
-          std::memcpy(&x, raw.data() + 8 * k, 8);
-        else
-          x = t.double_data(int(k));
-        v.f[k] = x;
-      }
-    }
+    v.f = data.floats(v.elem == "f32");
     return v;
   }
-  v.i.resize(n);
-  int width = v.elem == "i1" ? 8 : bit_width(v.elem);
-  need(size_t(width / 8));
-  for (int64_t k = 0; k < n; ++k) {
-    int64_t x = 0;
-    if (has_raw) {
-      if (width == 64) {
-        int64_t y;
-        std::memcpy(&y, raw.data() + 8 * k, 8);
-        x = y;
-      }
-      if (width == 32) {
-        int32_t y;
-        std::memcpy(&y, raw.data() + 4 * k, 4);
-        x = y;
-      }
-      if (width == 16) {
-        int16_t y;
-        std::memcpy(&y, raw.data() + 2 * k, 2);
-        x = y;
-      }
-      if (width == 8) {
-        int8_t y;
-        std::memcpy(&y, raw.data() + k, 1);
-        x = y;
-      }
-    } else if (v.elem == "i64") {
-      if (t.int64_data_size() != n) fail(where + ": wrong number of int64 values");
-      x = t.int64_data(int(k));
-    } else {
-      if (t.int32_data_size() != n) fail(where + ": wrong number of integer values");
-      x = t.int32_data(int(k));
-    }
-    v.i[k] = v.elem == "i1" ? (x != 0) : x;
-  }
+  bool boolean = v.elem == "i1";
+  v.i = data.integers(boolean ? 8 : bit_width(v.elem), v.elem == "i64");
+  if (boolean)
+    for (int64_t& x : v.i) x = x != 0;
   return v;
 }
 
