@@ -219,52 +219,63 @@ TEST(DisabledPassTest, DisabledPassesReallyLeaveThePipeline) {
 namespace kiln::testing {
 namespace {
 
-TEST(VectorizationTest, ConvolutionsAreVectorisedFromO2AndTheStepCanBeDisabled) {
+// A program compiled at O2 as it is and without the pipeline step `step`: the executables and
+// their bufferized IR (as KILN_DUMP_IR_TO writes it).
+struct WithAndWithout {
+  Result<std::shared_ptr<Executable>> with = internal_error("not compiled"),
+                                      without = internal_error("not compiled");
+  std::string with_ir, without_ir;
+};
+
+WithAndWithout compile_with_and_without(const std::string& program, const std::string& step) {
+  WithAndWithout out;
   TempDir dumps;
-  ASSERT_TRUE(config::set("KILN_DUMP_IR_TO", dumps.path()).ok());
-  auto source = ModuleSource::from_file(program_path("conv2d.mlir"));
-  ASSERT_TRUE(source.ok());
+  EXPECT_TRUE(config::set("KILN_DUMP_IR_TO", dumps.path()).ok());
+  auto source = ModuleSource::from_file(program_path(program));
+  EXPECT_TRUE(source.ok());
+  if (!source.ok()) return out;
+  std::string dumped = dumps.file(file_name_for_module("module") + ".1-bufferized.mlir");
   CompileOptions options;
   options.optimization_level = EffortLevel::kO2;
-  auto vectorised = shared_client().compile(*source, options);
-  auto vectorised_ir = read_file(dumps.file(file_name_for_module("module") + ".1-bufferized.mlir"));
-  options.disabled_passes = {"kiln-vectorize-convolutions"};
-  auto scalar = shared_client().compile(*source, options);
-  auto scalar_ir = read_file(dumps.file(file_name_for_module("module") + ".1-bufferized.mlir"));
-  ASSERT_TRUE(config::set("KILN_DUMP_IR_TO", "").ok());
-  ASSERT_TRUE(vectorised.ok() && scalar.ok() && vectorised_ir.ok() && scalar_ir.ok());
-  EXPECT_NE(vectorised_ir->find("vector.contract"), std::string::npos);
-  EXPECT_EQ(vectorised_ir->find("linalg.conv_2d_nhwc_hwcf"), std::string::npos);
-  EXPECT_EQ(scalar_ir->find("vector.contract"), std::string::npos);
-  EXPECT_NE(scalar_ir->find("linalg.conv_2d_nhwc_hwcf"), std::string::npos);
+  out.with = shared_client().compile(*source, options);
+  Result<std::string> with_ir = read_file(dumped);
+  out.with_ir = with_ir.ok() ? *with_ir : "";
+  options.disabled_passes = {step};
+  out.without = shared_client().compile(*source, options);
+  Result<std::string> without_ir = read_file(dumped);
+  out.without_ir = without_ir.ok() ? *without_ir : "";
+  EXPECT_TRUE(config::set("KILN_DUMP_IR_TO", "").ok());
+  EXPECT_TRUE(out.with.ok() && out.without.ok());
+  return out;
+}
+
+TEST(VectorizationTest, ConvolutionsAreVectorisedFromO2AndTheStepCanBeDisabled) {
+  WithAndWithout c = compile_with_and_without("conv2d.mlir", "kiln-vectorize-convolutions");
+  ASSERT_TRUE(c.with.ok() && c.without.ok());
+  EXPECT_NE(c.with_ir.find("vector.contract"), std::string::npos);
+  EXPECT_EQ(c.with_ir.find("linalg.conv_2d_nhwc_hwcf"), std::string::npos);
+  EXPECT_EQ(c.without_ir.find("vector.contract"), std::string::npos);
+  EXPECT_NE(c.without_ir.find("linalg.conv_2d_nhwc_hwcf"), std::string::npos);
 }
 
 // From O2 the kernel after a product is tiled and each tile computes its piece of the product
 // (fill, matmul, kernel in one scf.forall): two of the program's three products qualify (the
 // third has no tile size). Without the step the results are the same.
 TEST(VectorizationTest, ProductEpiloguesRunInsideTheProductsTilesAndTheStepCanBeDisabled) {
-  TempDir dumps;
-  ASSERT_TRUE(config::set("KILN_DUMP_IR_TO", dumps.path()).ok());
-  auto source = ModuleSource::from_file(program_path("matmul_epilogue.mlir"));
-  ASSERT_TRUE(source.ok());
-  CompileOptions options;
-  options.optimization_level = EffortLevel::kO2;
-  auto fused = shared_client().compile(*source, options);
-  auto fused_ir = read_file(dumps.file(file_name_for_module("module") + ".1-bufferized.mlir"));
-  options.disabled_passes = {"kiln-fuse-epilogues"};
-  auto apart = shared_client().compile(*source, options);
-  auto apart_ir = read_file(dumps.file(file_name_for_module("module") + ".1-bufferized.mlir"));
-  ASSERT_TRUE(config::set("KILN_DUMP_IR_TO", "").ok());
-  ASSERT_TRUE(fused.ok() && apart.ok() && fused_ir.ok() && apart_ir.ok());
+  WithAndWithout c = compile_with_and_without("matmul_epilogue.mlir", "kiln-fuse-epilogues");
+  ASSERT_TRUE(c.with.ok() && c.without.ok());
+  const std::string &fused_ir = c.with_ir, &apart_ir = c.without_ir;
+  auto& fused = c.with;
+  auto& apart = c.without;
   auto count = [](const std::string& text, const std::string& what) {
     size_t n = 0;
     for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
     return n;
   };
-  EXPECT_EQ(count(*fused_ir, "scf.forall"), 2u);
-  EXPECT_EQ(count(*apart_ir, "scf.forall"), 0u);
+  EXPECT_EQ(count(fused_ir, "scf.forall"), 2u);
+  EXPECT_EQ(count(apart_ir, "scf.forall"), 0u);
   // Inside a tile the product writes the output's own slice: no buffer of its own.
-  EXPECT_EQ(count(*fused_ir, "memref.alloc("), count(*apart_ir, "memref.alloc(") - 2);
+  EXPECT_EQ(count(fused_ir, "memref.alloc("), count(apart_ir, "memref.alloc(") - 2);
   Buffer a = random_f32({96, 24}, 61), b = random_f32({24, 200}, 62),
          bias = random_f32({96, 1}, 63);
   auto x = (*fused)->execute("bias_relu", {a, b, bias});
