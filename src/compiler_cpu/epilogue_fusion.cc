@@ -58,7 +58,8 @@ int product_input(mlir::linalg::GenericOp op) {
     if (in.getType() != op->getResult(0).getType()) continue;
     if (!product.getDpsInitOperand(0)->get().getDefiningOp<mlir::linalg::FillOp>()) continue;
     if (!product.getDpsInitOperand(0)->get().hasOneUse()) continue;
-    // Only named products on plain operands: a product of a product's result stays as it is.
+    // Kernels at a function's top level, next to their product (not inside a loop, nor a PGLE
+    // first pass's candidate dispatch).
     if (!mlir::isa<mlir::func::FuncOp>(op->getParentOp()) || product->getBlock() != op->getBlock())
       continue;
     return static_cast<int>(k);
