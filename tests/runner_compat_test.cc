@@ -85,6 +85,28 @@ INSTANTIATE_TEST_SUITE_P(Programs, RunnerCompatTest,
                            return info.param.substr(0, info.param.find('.'));
                          });
 
+// vector.scan: mlir-opt lowers it only with a test pass (-test-vector-scan-lowering) in front of
+// its LLVM lowering; kiln lowers it itself, at every level.
+TEST(RunnerOpsTest, VectorScanPrintsWhatMlirRunnerPrintsAfterItsScanLowering) {
+  std::string program = program_path("runner/scan.mlir");
+  TempDir dir;
+  std::string lowered = dir.file("lowered.mlir");
+  ProcessResult opt = run_process(
+      {MLIR_OPT, program, "-test-vector-scan-lowering", "-test-lower-to-llvm", "-o", lowered});
+  ASSERT_EQ(opt.exit_code, 0) << opt.err;
+  ProcessResult want =
+      run_process({MLIR_RUNNER, lowered, "-e", "main", "-entry-point-result=void",
+                   std::string("-shared-libs=") + MLIR_RUNTIME_DIR + "/libmlir_c_runner_utils.so"});
+  ASSERT_EQ(want.exit_code, 0) << want.err;
+  ASSERT_FALSE(want.out.empty());
+  for (const char* level : {"O0", "O2"}) {
+    ProcessResult kiln = run_process({kiln_binary(), "run", program, "-e", "main",
+                                      "--entry-point-result=void", "-O", level, "--no-cache"});
+    ASSERT_EQ(kiln.exit_code, 0) << kiln.err;
+    EXPECT_EQ(kiln.out, want.out) << "at " << level;
+  }
+}
+
 using ::testing::HasSubstr;
 
 // The last JSON object a `kiln run --json` printed on stderr (runner mode keeps stdout for the

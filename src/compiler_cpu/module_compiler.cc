@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <initializer_list>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -290,11 +291,11 @@ PglePlan pgle_plan(const CompileOptions& options, const std::string& module_name
   return plan;
 }
 
-bool has_pack_or_unpack(mlir::ModuleOp module) {
+// Whether the module holds an op of one of these names.
+bool has_op(mlir::ModuleOp module, std::initializer_list<llvm::StringRef> names) {
   bool found = false;
   module->walk([&](mlir::Operation* op) {
-    llvm::StringRef name = op->getName().getStringRef();
-    found = name == "linalg.pack" || name == "linalg.unpack";
+    found = llvm::is_contained(names, op->getName().getStringRef());
     return found ? mlir::WalkResult::interrupt() : mlir::WalkResult::advance();
   });
   return found;
@@ -775,7 +776,10 @@ class MlirModuleCompiler : public ModuleCompiler {
           diagnostics));
     KILN_RETURN_IF_ERROR(run_passes(*module, pipeline.tensor_passes, diagnostics));
     if (pgle.active()) result.info.kernels = instrument_kernels(*module, pgle, &cold_kernels);
-    if (has_pack_or_unpack(*module)) apply_optional_transform(module, kLowerPackUnpackScript);
+    if (has_op(*module, {"linalg.pack", "linalg.unpack"}))
+      apply_optional_transform(module, kLowerPackUnpackScript);
+    // vector.scan has no lowering in convert-vector-to-llvm (mlir-opt needs a test pass for it).
+    if (has_op(*module, {"vector.scan"})) apply_optional_transform(module, kLowerScanScript);
     if (pipeline.fuse_epilogues && pipeline.tile_and_vectorize) {
       for (const std::string& script : prepare_epilogue_fusion(*module))
         apply_optional_transform(module, script.c_str());

@@ -47,4 +47,18 @@ module attributes {transform.with_named_sequence} {
 }
 )mlir";
 
+// vector.scan as extracts, elementwise ops and inserts along the scanned dimension.
+inline constexpr const char* kLowerScanScript = R"mlir(
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %funcs = transform.structured.match ops{["func.func"]} in %root
+        : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %funcs {
+      transform.apply_patterns.vector.lower_scan
+    } : !transform.any_op
+    transform.yield
+  }
+}
+)mlir";
+
 }  // namespace kiln::cpu
