@@ -80,7 +80,7 @@ INSTANTIATE_TEST_SUITE_P(Programs, RunnerCompatTest,
                          ::testing::Values("memrefs.mlir", "tensors.mlir", "accumulators.mlir",
                                            "print_types.mlir", "x86vector.mlir",
                                            "verify_memref.mlir", "powers.mlir", "random_sort.mlir",
-                                           "forall.mlir"),
+                                           "forall.mlir", "realloc.mlir"),
                          [](const auto& info) {
                            return info.param.substr(0, info.param.find('.'));
                          });

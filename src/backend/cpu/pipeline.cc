@@ -38,6 +38,9 @@ Pipeline build_pipeline(EffortLevel level, const std::vector<std::string>& disab
   p.vectorize_elementwise = vectorize;
   p.lowering_passes = {
       {"buffer-deallocation-pipeline", "", false},
+      // memref.realloc as alloc, copy and dealloc of the old buffer (the deallocation pipeline
+      // expands it too, but it is left out for programs that free their own buffers).
+      {"expand-realloc", "", false},
       {"convert-bufferization-to-memref", "", false},
       // Tiles of an scf.forall (kiln's fused epilogues, or the program's own) are independent:
       // a parallel loop, which kiln's thread pool may share out.
