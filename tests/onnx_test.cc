@@ -115,6 +115,42 @@ TEST(OnnxModelsTest, PointwiseConvolutionChainsMatchPyTorchAtEveryLevelAndThread
   expect_matches_pytorch_at_every_level_and_thread_count("pointwise_chains");
 }
 
+// Deep layers (more filters than pixels): transposed products, channels-last depthwise
+// convolutions (stride 1 and 2) and the bias, activations, SiLU, residual add and padding between
+// them, computed channels-last; a dense convolution, a concatenation and the output take NCHW.
+TEST(OnnxModelsTest, ChannelsLastBlocksMatchPyTorchAtEveryLevelAndThreadCount) {
+  expect_matches_pytorch_at_every_level_and_thread_count("channels_last_blocks");
+}
+
+// Between channels-last layers the feature maps stay channels-last: the program transposes only
+// where a layer needs NCHW (the input into the first product, and the dense convolution's,
+// the concatenation's two inputs), not back and forth around every layer.
+TEST(OnnxModelsTest, ChannelsLastLayersPassFeatureMapsOnWithoutTransposes) {
+  TempDir dir;
+  ProcessResult r =
+      kiln_run(dir.file("cache"), {model("channels_last_blocks_opset13.onnx"), "--input",
+                                   model("channels_last_blocks.input.npy"), "--no-cache", "--set",
+                                   "KILN_DUMP_IR_TO=" + dir.file("dump")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string bufferized;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.file("dump")))
+    if (entry.path().string().ends_with("1-bufferized.mlir")) {
+      auto text = read_file(entry.path().string());
+      ASSERT_TRUE(text.ok());
+      bufferized = *text;
+    }
+  // The main function only: the weights' one-time re-layout (kiln_prepare) is transposes too.
+  size_t main_at = bufferized.find("func.func @main(");
+  ASSERT_NE(main_at, std::string::npos) << bufferized.substr(0, 2000);
+  size_t main_end = bufferized.find("\n  func.func ", main_at);
+  std::string main_body = bufferized.substr(main_at, main_end - main_at);
+  size_t transposes = 0;
+  for (size_t at = main_body.find("linalg.transpose"); at != std::string::npos;
+       at = main_body.find("linalg.transpose", at + 1))
+    ++transposes;
+  EXPECT_LE(transposes, 4u) << main_body;
+}
+
 // Max pools with output rows shorter than a vector's worth computed channels-last: ceil-mode
 // windows over the end, padding, dilation.
 TEST(OnnxModelsTest, ShortRowMaxPoolsMatchPyTorchAtEveryLevelAndThreadCount) {

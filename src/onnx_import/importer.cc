@@ -746,6 +746,8 @@ class Importer {
   // out = f(inputs...) elementwise with numpy broadcasting into `out_shape`.
   Value elementwise(std::vector<Value*> ins, const std::string& out_elem, const Shape& out_shape,
                     const Body& body) {
+    if (std::optional<Value> nhwc = elementwise_channels_last(ins, out_elem, out_shape, body))
+      return *nhwc;
     if (std::optional<Value> planar = elementwise_on_planes(ins, out_elem, out_shape, body))
       return *planar;
     std::vector<std::string> names, types, maps, block_args;
@@ -784,6 +786,54 @@ class Importer {
     line("  linalg.yield " + result + " : " + out_elem);
     line("} -> " + out.type());
     return out;
+  }
+
+  // An elementwise kernel on feature maps that are transposes of channels-last values
+  // (channels_last_of_: a transposed product's output, a channels-last depthwise convolution's),
+  // computed channels-last and transposed back after. The transposes back are dead code wherever
+  // the next layer takes the channels-last value again (another such kernel, the padding and
+  // taps of a channels-last depthwise convolution, a transposed product's rows). nullopt unless
+  // every full-size input has such a value and the rest broadcast per channel or are scalars.
+  std::optional<Value> elementwise_channels_last(const std::vector<Value*>& ins,
+                                                 const std::string& out_elem,
+                                                 const Shape& out_shape, const Body& body) {
+    if (out_shape.size() != 4 || out_shape[0] != 1) return std::nullopt;
+    // A concatenation takes NCHW: there the kernel reading its input transposed (the transpose
+    // fused into it) is one pass, channels-last then a transpose two.
+    if (node_ != nullptr && node_->output_size() > 0 &&
+        reaches(node_->output(0),
+                [](const onnx::NodeProto& consumer) { return consumer.op_type() == "Concat"; }))
+      return std::nullopt;
+    int64_t channels = out_shape[1];
+    Shape nhwc = {1, out_shape[2], out_shape[3], channels};
+    // As rows of pixels, (H*W, C), where a transposed product's epilogue can then read the product
+    // itself; not where the result is padded next (see gets_padded).
+    bool as_rows = !(node_ != nullptr && node_->output_size() > 0 && gets_padded(node_->output(0)));
+    Shape rows = {out_shape[2] * out_shape[3], channels};
+    std::vector<Value> last;
+    last.reserve(ins.size());
+    bool any = false;
+    for (Value* v : ins) {
+      if (v->shape == out_shape) {
+        auto known = v->is_const ? channels_last_of_.end() : channels_last_of_.find(v->ssa);
+        if (known == channels_last_of_.end()) return std::nullopt;
+        last.push_back(as_rows ? reshape(known->second, rows) : known->second);
+        any = true;
+      } else if (v->count() == 1) {
+        last.push_back(reshape(*v, {}));
+      } else if (v->count() == channels && v->shape.size() >= 3 &&
+                 v->shape[v->shape.size() - 3] == channels) {
+        last.push_back(reshape(*v, {channels}));
+      } else {
+        return std::nullopt;
+      }
+    }
+    if (!any) return std::nullopt;
+    std::vector<Value*> last_ins;
+    for (Value& v : last) last_ins.push_back(&v);
+    Value y = elementwise(last_ins, out_elem, as_rows ? rows : nhwc, body);
+    Value y4 = reshape(y, nhwc);
+    return transpose(y4, {0, 3, 1, 2});
   }
 
   // An elementwise kernel on feature maps that are reshaped products (plane_of_), computed on
@@ -829,7 +879,26 @@ class Importer {
   // is filled by a copy of a value computed in a product's layout, while a feature map computed in
   // its own layout is written into it directly: there the product's layout costs a pass more than
   // it saves (squeezenet's concatenated expand convolutions, mobilenet's padded depthwise ones).
-  bool gets_padded(const std::string& name, int depth = 0) const {
+  bool gets_padded(const std::string& name) const {
+    return reaches(name, [](const onnx::NodeProto& consumer) {
+      const std::string& type = consumer.op_type();
+      if (type == "Pad" || type == "Concat") return true;
+      if (type != "Conv" && type != "MaxPool" && type != "AveragePool" && type != "LpPool")
+        return false;
+      for (const auto& a : consumer.attribute()) {
+        if (a.name() == "pads")
+          for (int64_t p : a.ints())
+            if (p != 0) return true;
+        if (a.name() == "auto_pad" && a.s().rfind("SAME", 0) == 0) return true;
+        if (a.name() == "ceil_mode" && a.i() != 0) return true;  // may pad the end
+      }
+      return false;
+    });
+  }
+
+  // Whether the value named `name` reaches, through elementwise nodes only, a node `wanted` holds.
+  bool reaches(const std::string& name, const std::function<bool(const onnx::NodeProto&)>& wanted,
+               int depth = 0) const {
     static const std::set<std::string> elementwise = {
         "Relu", "Clip",  "Sigmoid", "HardSigmoid", "HardSwish", "LeakyRelu", "Tanh",
         "Add",  "Sub",   "Mul",     "Div",         "Neg",       "Exp",       "Elu",
@@ -838,21 +907,10 @@ class Importer {
     auto [first, last] = consumers_.equal_range(name);
     for (auto it = first; it != last; ++it) {
       const onnx::NodeProto& consumer = *it->second;
-      const std::string& type = consumer.op_type();
-      if (type == "Pad" || type == "Concat") return true;
-      if (type == "Conv" || type == "MaxPool" || type == "AveragePool" || type == "LpPool") {
-        for (const auto& a : consumer.attribute()) {
-          if (a.name() == "pads")
-            for (int64_t p : a.ints())
-              if (p != 0) return true;
-          if (a.name() == "auto_pad" && a.s().rfind("SAME", 0) == 0) return true;
-          if (a.name() == "ceil_mode" && a.i() != 0) return true;  // may pad the end
-        }
-        continue;
-      }
-      if (elementwise.count(type))
+      if (wanted(consumer)) return true;
+      if (elementwise.count(consumer.op_type()))
         for (const std::string& out : consumer.output())
-          if (!out.empty() && gets_padded(out, depth + 1)) return true;
+          if (!out.empty() && reaches(out, wanted, depth + 1)) return true;
     }
     return false;
   }
@@ -1000,7 +1058,30 @@ class Importer {
     return reshape(moved, out_shape);
   }
 
+  static bool to_channels_last(const std::vector<int64_t>& perm) {
+    return perm == std::vector<int64_t>{0, 2, 3, 1};
+  }
+  static bool to_channels_first(const std::vector<int64_t>& perm) {
+    return perm == std::vector<int64_t>{0, 3, 1, 2};
+  }
+
+  // Transposes between NCHW and NHWC are remembered (channels_last_of_): asked again, or asked to
+  // undo one, the value at hand is returned instead of a copy of a copy.
   Value transpose(Value& v, const std::vector<int64_t>& perm) {
+    bool tracked = !v.is_const && v.shape.size() == 4 && !v.ssa.empty();
+    if (tracked && to_channels_last(perm)) {
+      auto known = channels_last_of_.find(v.ssa);
+      if (known != channels_last_of_.end()) return known->second;
+    }
+    Value out = transpose_copy(v, perm);
+    if (tracked && !out.is_const && !out.ssa.empty()) {
+      if (to_channels_last(perm)) channels_last_of_[v.ssa] = out;
+      if (to_channels_first(perm)) channels_last_of_[out.ssa] = v;
+    }
+    return out;
+  }
+
+  Value transpose_copy(Value& v, const std::vector<int64_t>& perm) {
     Shape shape;
     for (int64_t p : perm) shape.push_back(v.shape[p]);
     bool identity = true;
@@ -1184,6 +1265,17 @@ class Importer {
     bool none = true;
     for (size_t k = 0; k < low.size(); ++k) none &= low[k] == 0 && high[k] == 0;
     if (none) return v;
+    // Spatial padding of a feature map that is the transpose of a channels-last value: padded
+    // channels-last (what a channels-last convolution reads next), transposed back after.
+    if (v.shape.size() == 4 && !v.is_const && low[0] == 0 && high[0] == 0 && low[1] == 0 &&
+        high[1] == 0) {
+      auto known = channels_last_of_.find(v.ssa);
+      if (known != channels_last_of_.end()) {
+        Value last = known->second;
+        Value padded = pad(last, {0, low[2], low[3], 0}, {0, high[2], high[3], 0}, value);
+        return transpose(padded, {0, 3, 1, 2});
+      }
+    }
     Shape shape = v.shape;
     std::string l, h, idx;
     for (size_t k = 0; k < shape.size(); ++k) {
@@ -3305,8 +3397,14 @@ class Importer {
                                   const Shape& dilations, const Shape& out_spatial) {
     int64_t n = padded.shape[0], c = padded.shape[1], f = w.shape[0];
     int64_t kh = w.shape[2], kw = w.shape[3], oh = out_spatial[0], ow = out_spatial[1];
-    Value windows = gather_windows_channels_last(padded, kh, kw, strides, dilations, out_spatial);
-    Value rows = reshape(windows, {n * oh * ow, kh * kw * c});
+    // A pointwise convolution's rows are the input itself, channels-last.
+    bool pointwise = kh == 1 && kw == 1 && strides[0] == 1 && strides[1] == 1 &&
+                     padded.shape[2] == oh && padded.shape[3] == ow;
+    Value rows =
+        pointwise
+            ? reshape(transpose(padded, {0, 2, 3, 1}), {n * oh * ow, c})
+            : reshape(gather_windows_channels_last(padded, kh, kw, strides, dilations, out_spatial),
+                      {n * oh * ow, kh * kw * c});
     Value wt = prepared_weights(w, {2, 3, 1, 0}, {kh * kw * c, f});
     Value y = matmul(rows, wt);
     Value y4 = reshape(y, {n, oh, ow, f});
@@ -3450,8 +3548,7 @@ class Importer {
     int64_t n = padded.shape[0], c = padded.shape[1], kh = w.shape[2], kw = w.shape[3];
     std::string elem = padded.elem;
     Value xl = transpose(padded, {0, 2, 3, 1});
-    Value wd = reshape(w, {c, kh, kw});
-    Value wl = transpose(wd, {1, 2, 0});
+    Value wl = prepared_weights(w, {2, 3, 1, 0}, {kh, kw, c});
     Shape out = {n, out_spatial[0], out_spatial[1], c};
     // Loops n, oh, ow, kh, kw, c.
     std::string head = "affine_map<(d0, d1, d2, d3, d4, d5) -> (";
@@ -4072,6 +4169,8 @@ class Importer {
   // convolution computed), by SSA name: elementwise kernels on them compute on the product's
   // layout (elementwise_on_planes).
   std::map<std::string, Value> plane_of_;
+  // NCHW value (by SSA name) -> the same data channels-last, (N, H, W, C), where one exists.
+  std::map<std::string, Value> channels_last_of_;
   // The nodes that read each value, by name.
   std::multimap<std::string, const onnx::NodeProto*> consumers_;
   int next_id_ = 0;

@@ -129,6 +129,33 @@ class PointwiseChains(torch.nn.Module):
         return torch.cat([self.padded(z), torch.relu(self.side(z))], 1)
 
 
+class ChannelsLastBlocks(torch.nn.Module):
+    """Deep inverted residual blocks, more filters than pixels: transposed products and
+    channels-last depthwise convolutions whose bias, activations, padding and residual adds stay
+    channels-last between them; then consumers that need NCHW (a dense 3x3 convolution, a
+    concatenation, the output)."""
+    def __init__(self):
+        super().__init__()
+        self.expand = torch.nn.Conv2d(40, 90, 1)
+        self.depthwise = torch.nn.Conv2d(90, 90, 3, padding=1, groups=90)
+        self.project = torch.nn.Conv2d(90, 45, 1)
+        self.widen = torch.nn.Conv2d(45, 70, 1)
+        self.strided = torch.nn.Conv2d(70, 70, 3, stride=2, padding=1, groups=70)
+        self.dense = torch.nn.Conv2d(45, 6, 3, padding=1)
+        self.side = torch.nn.Conv2d(70, 50, 1)
+
+    def forward(self, x):
+        h = torch.nn.functional.relu6(self.expand(x))
+        h = torch.nn.functional.relu6(self.depthwise(h))
+        a = self.project(h)
+        a = a * torch.sigmoid(a) + a
+        w = torch.relu(self.widen(a))
+        s = self.strided(w)
+        d = self.dense(a)
+        return torch.cat([torch.flatten(d, 1), torch.flatten(s, 1),
+                          torch.flatten(self.side(w), 1)], 1)
+
+
 class ShortRowPools(torch.nn.Module):
     """Max pools whose output rows are too short to vectorise along (computed channels-last):
     windows hanging over the end (ceil mode), padding, dilation, rows of 6 to 14."""
@@ -161,6 +188,8 @@ def build(name):
         return PointwiseChains(), (1, 5, 9, 61)
     if name == "short_row_pools":
         return ShortRowPools(), (1, 11, 27, 25)
+    if name == "channels_last_blocks":
+        return ChannelsLastBlocks(), (1, 40, 5, 7)
     if name == "resnet18":
         return torchvision.models.resnet18(weights=None), (1, 3, 224, 224)
     if name == "mobilenet_v2":
@@ -227,7 +256,7 @@ def extras(out):
 def main():
     out = sys.argv[1]
     names = sys.argv[2:] or ["mlp", "small_cnn", "depthwise", "squeeze_excite", "shifted_convs",
-                             "short_row_pools", "pointwise_chains",
+                             "short_row_pools", "pointwise_chains", "channels_last_blocks",
                              "transformer", "recurrent", "resnet18", "mobilenet_v2", "extras"]
     os.makedirs(out, exist_ok=True)
     for name in names:
