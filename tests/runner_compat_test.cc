@@ -34,7 +34,7 @@ std::string reference_output(const std::string& program, const std::string& entr
   ProcessResult pipeline = run_process(
       {kiln_binary(), "pipeline", "-O", "O1", "--disable-pass", "buffer-deallocation-pipeline",
        // mlir-opt knows no kiln step (and mlir-runner runs on one thread anyway).
-       "--disable-pass", "kiln-parallelize"});
+       "--disable-pass", "kiln-parallelize", "--disable-pass", "kiln-free-after-last-use"});
   EXPECT_EQ(pipeline.exit_code, 0) << pipeline.err;
   std::vector<std::string> stages;
   for (const std::string& line : lines_of(pipeline.out))

@@ -21,6 +21,7 @@
 #include "backend/cpu/pipeline.h"
 #include "compiler_cpu/accumulator_hoisting.h"
 #include "compiler_cpu/crash_recovery.h"
+#include "compiler_cpu/early_free.h"
 #include "compiler_cpu/elementwise_vectorize.h"
 #include "compiler_cpu/epilogue_fusion.h"
 #include "compiler_cpu/llvm_codegen.h"
@@ -794,7 +795,7 @@ class MlirModuleCompiler : public ModuleCompiler {
     // assembly) even where it has nothing to do.
     if (!needs_buffer_deallocation(*module))
       std::erase_if(pipeline.lowering_passes, [](const PipelineStep& step) {
-        return step.pass == "buffer-deallocation-pipeline";
+        return step.pass == "buffer-deallocation-pipeline" || step.pass == kFreeAfterLastUseStep;
       });
     if (pipeline.tile_and_vectorize) {
       tile_and_vectorize(module, pipeline.vectorize_elementwise, result.info.module_name);
@@ -992,7 +993,7 @@ class MlirModuleCompiler : public ModuleCompiler {
     for (size_t i = 0; i < steps.size(); ++i) {
       const std::string& pass = steps[i].pass;
       if (pass != kElementwiseFusionStep && pass != kParallelizeStep &&
-          pass != kReportFailedChecksStep)
+          pass != kReportFailedChecksStep && pass != kFreeAfterLastUseStep)
         continue;
       KILN_RETURN_IF_ERROR(run_pass_list(
           module, std::vector<PipelineStep>(steps.begin(), steps.begin() + i), diagnostics));
@@ -1000,6 +1001,8 @@ class MlirModuleCompiler : public ModuleCompiler {
         fuse_elementwise_ops(module);
       else if (pass == kParallelizeStep)
         parallelize_loops(module);
+      else if (pass == kFreeAfterLastUseStep)
+        free_buffers_after_last_use(module);
       else
         KILN_RETURN_IF_ERROR(report_failed_checks(module, diagnostics));
       return run_passes(module, std::vector<PipelineStep>(steps.begin() + i + 1, steps.end()),

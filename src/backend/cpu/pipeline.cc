@@ -38,6 +38,9 @@ Pipeline build_pipeline(EffortLevel level, const std::vector<std::string>& disab
   p.vectorize_elementwise = vectorize;
   p.lowering_passes = {
       {"buffer-deallocation-pipeline", "", false},
+      // The pipeline frees buffers when the function returns: kiln frees them after their last
+      // use, so the next kernels reuse memory still in cache.
+      {kFreeAfterLastUseStep, "", false},
       // memref.realloc as alloc, copy and dealloc of the old buffer (the deallocation pipeline
       // expands it too, but it is left out for programs that free their own buffers).
       {"expand-realloc", "", false},
@@ -81,7 +84,9 @@ Pipeline build_pipeline(EffortLevel level, const std::vector<std::string>& disab
   auto is_disabled = [&](const PipelineStep& s) {
     // Ownership-based deallocation rejects programs that call memref.dealloc themselves; such
     // (mlir-runner style) programs keep control of their memory.
-    if (program_frees_buffers && s.pass == "buffer-deallocation-pipeline") return true;
+    if (program_frees_buffers &&
+        (s.pass == "buffer-deallocation-pipeline" || s.pass == kFreeAfterLastUseStep))
+      return true;
     return std::find(disabled.begin(), disabled.end(), s.pass) != disabled.end();
   };
   // At O0 every loop stays on the calling thread: no coroutines to split, the fastest compile.

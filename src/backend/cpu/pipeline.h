@@ -23,6 +23,8 @@ inline constexpr const char* kVectorizeElementwiseStep = "kiln-vectorize-element
 inline constexpr const char* kFuseEpiloguesStep = "kiln-fuse-epilogues";
 // kiln's own step that lowers cf.assert to a report that does not stop the program.
 inline constexpr const char* kReportFailedChecksStep = "kiln-report-failed-checks";
+// kiln's own step that frees each buffer after its last use (compiler_cpu/early_free.h).
+inline constexpr const char* kFreeAfterLastUseStep = "kiln-free-after-last-use";
 // kiln's own step that runs parallel loops on the thread pool (compiler_cpu/parallel_loops.h).
 inline constexpr const char* kParallelizeStep = "kiln-parallelize";
 
