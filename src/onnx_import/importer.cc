@@ -1068,7 +1068,9 @@ class Importer {
   // Transposes between NCHW and NHWC are remembered (channels_last_of_): asked again, or asked to
   // undo one, the value at hand is returned instead of a copy of a copy.
   Value transpose(Value& v, const std::vector<int64_t>& perm) {
-    bool tracked = !v.is_const && v.shape.size() == 4 && !v.ssa.empty();
+    // Feature maps only: a bound weight's re-layout belongs to the prepare function.
+    bool tracked =
+        !v.is_const && v.shape.size() == 4 && !v.ssa.empty() && bound_weight_ssa_.count(v.ssa) == 0;
     if (tracked && to_channels_last(perm)) {
       auto known = channels_last_of_.find(v.ssa);
       if (known != channels_last_of_.end()) return known->second;
