@@ -32,9 +32,7 @@ void free_early(mlir::memref::DeallocOp dealloc) {
   mlir::Block* block = dealloc->getBlock();
   mlir::Value buffer = dealloc.getMemref();
   mlir::Operation* alloc = buffer.getDefiningOp();
-  if (!mlir::isa_and_nonnull<mlir::memref::AllocOp, mlir::memref::AllocaOp>(alloc) ||
-      mlir::isa<mlir::memref::AllocaOp>(alloc) || alloc->getBlock() != block)
-    return;
+  if (!mlir::isa_and_nonnull<mlir::memref::AllocOp>(alloc) || alloc->getBlock() != block) return;
   mlir::Operation* last = alloc;
   for (mlir::Value alias : aliases_of(buffer))
     for (mlir::Operation* user : alias.getUsers()) {
