@@ -800,38 +800,18 @@ class Importer {
     if (out_shape.size() != 4 || out_shape[0] != 1) return std::nullopt;
     // A concatenation takes NCHW: there the kernel reading its input transposed (the transpose
     // fused into it) is one pass, channels-last then a transpose two.
-    if (node_ != nullptr && node_->output_size() > 0 &&
-        reaches(node_->output(0),
-                [](const onnx::NodeProto& consumer) { return consumer.op_type() == "Concat"; }))
+    if (output_reaches([](const onnx::NodeProto& n) { return n.op_type() == "Concat"; }))
       return std::nullopt;
     int64_t channels = out_shape[1];
     Shape nhwc = {1, out_shape[2], out_shape[3], channels};
     // As rows of pixels, (H*W, C), where a transposed product's epilogue can then read the product
     // itself; not where the result is padded next (see gets_padded).
-    bool as_rows = !(node_ != nullptr && node_->output_size() > 0 && gets_padded(node_->output(0)));
+    bool as_rows = !output_gets_padded();
     Shape rows = {out_shape[2] * out_shape[3], channels};
-    std::vector<Value> last;
-    last.reserve(ins.size());
-    bool any = false;
-    for (Value* v : ins) {
-      if (v->shape == out_shape) {
-        auto known = v->is_const ? channels_last_of_.end() : channels_last_of_.find(v->ssa);
-        if (known == channels_last_of_.end()) return std::nullopt;
-        last.push_back(as_rows ? reshape(known->second, rows) : known->second);
-        any = true;
-      } else if (v->count() == 1) {
-        last.push_back(reshape(*v, {}));
-      } else if (v->count() == channels && v->shape.size() >= 3 &&
-                 v->shape[v->shape.size() - 3] == channels) {
-        last.push_back(reshape(*v, {channels}));
-      } else {
-        return std::nullopt;
-      }
-    }
-    if (!any) return std::nullopt;
-    std::vector<Value*> last_ins;
-    for (Value& v : last) last_ins.push_back(&v);
-    Value y = elementwise(last_ins, out_elem, as_rows ? rows : nhwc, body);
+    std::optional<std::vector<Value>> last =
+        relaid_inputs(ins, out_shape, channels_last_of_, as_rows ? rows : nhwc, {channels});
+    if (!last) return std::nullopt;
+    Value y = elementwise(pointers(*last), out_elem, as_rows ? rows : nhwc, body);
     Value y4 = reshape(y, nhwc);
     return transpose(y4, {0, 3, 1, 2});
   }
@@ -844,34 +824,60 @@ class Importer {
   std::optional<Value> elementwise_on_planes(const std::vector<Value*>& ins,
                                              const std::string& out_elem, const Shape& out_shape,
                                              const Body& body) {
-    if (out_shape.size() != 4 || out_shape[0] != 1) return std::nullopt;
-    if (node_ != nullptr && node_->output_size() > 0 && gets_padded(node_->output(0)))
-      return std::nullopt;
+    if (out_shape.size() != 4 || out_shape[0] != 1 || output_gets_padded()) return std::nullopt;
     int64_t channels = out_shape[1];
     Shape plane = {channels, out_shape[2] * out_shape[3]};
-    std::vector<Value> planar;
-    planar.reserve(ins.size());
-    bool any_plane = false;
+    std::optional<std::vector<Value>> planar =
+        relaid_inputs(ins, out_shape, plane_of_, plane, {channels, 1});
+    if (!planar) return std::nullopt;
+    Value y = elementwise(pointers(*planar), out_elem, plane, body);
+    return reshape(y, out_shape);
+  }
+
+  // The inputs of an elementwise kernel on (1, C, H, W) feature maps, in another layout: each
+  // full-size input is the value `layouts` holds for it (reshaped to `full`), each per-channel
+  // one is reshaped to `per_channel`, each scalar to rank 0. nullopt when a full-size input has
+  // no such value, another input does not broadcast per channel, or no input is full-size.
+  std::optional<std::vector<Value>> relaid_inputs(const std::vector<Value*>& ins,
+                                                  const Shape& out_shape,
+                                                  const std::map<std::string, Value>& layouts,
+                                                  const Shape& full, const Shape& per_channel) {
+    int64_t channels = out_shape[1];
+    std::vector<Value> out;
+    out.reserve(ins.size());
+    bool any = false;
     for (Value* v : ins) {
       if (v->shape == out_shape) {
-        auto known = plane_of_.find(v->ssa);
-        if (v->is_const || known == plane_of_.end()) return std::nullopt;
-        planar.push_back(known->second);
-        any_plane = true;
+        auto known = v->is_const ? layouts.end() : layouts.find(v->ssa);
+        if (known == layouts.end()) return std::nullopt;
+        Value relaid = known->second;
+        out.push_back(reshape(relaid, full));
+        any = true;
       } else if (v->count() == 1) {
-        planar.push_back(reshape(*v, {}));
+        out.push_back(reshape(*v, {}));
       } else if (v->count() == channels && v->shape.size() >= 3 &&
                  v->shape[v->shape.size() - 3] == channels) {
-        planar.push_back(reshape(*v, {channels, 1}));
+        out.push_back(reshape(*v, per_channel));
       } else {
         return std::nullopt;
       }
     }
-    if (!any_plane) return std::nullopt;
-    std::vector<Value*> planar_ins;
-    for (Value& v : planar) planar_ins.push_back(&v);
-    Value y = elementwise(planar_ins, out_elem, plane, body);
-    return reshape(y, out_shape);
+    if (!any) return std::nullopt;
+    return out;
+  }
+
+  static std::vector<Value*> pointers(std::vector<Value>& values) {
+    std::vector<Value*> out;
+    for (Value& v : values) out.push_back(&v);
+    return out;
+  }
+
+  // Whether the current node's result reaches a padding consumer, or one `wanted` holds.
+  bool output_gets_padded() const {
+    return node_ != nullptr && node_->output_size() > 0 && gets_padded(node_->output(0));
+  }
+  bool output_reaches(const std::function<bool(const onnx::NodeProto&)>& wanted) const {
+    return node_ != nullptr && node_->output_size() > 0 && reaches(node_->output(0), wanted);
   }
 
   // Whether the value named `name` reaches, through elementwise nodes only, a node that places
