@@ -151,6 +151,32 @@ TEST(OnnxModelsTest, ChannelsLastLayersPassFeatureMapsOnWithoutTransposes) {
   EXPECT_LE(transposes, 4u) << main_body;
 }
 
+// Strided depthwise convolutions of NCHW feature maps as taps over phase planes: stride 2 and 3,
+// 3x3, 5x5, 4x4 and 3x5 kernels, with and without padding, odd and even sizes.
+TEST(OnnxModelsTest, StridedDepthwiseConvolutionsMatchPyTorchAtEveryLevelAndThreadCount) {
+  expect_matches_pytorch_at_every_level_and_thread_count("strided_depthwise");
+}
+
+// Each of them vectorises: no kernel of the program is left as a loop over the window (a
+// reduction), which would read every other pixel one at a time.
+TEST(OnnxModelsTest, StridedDepthwiseConvolutionsVectorise) {
+  TempDir dir;
+  ProcessResult r =
+      kiln_run(dir.file("cache"), {model("strided_depthwise_opset13.onnx"), "--input",
+                                   model("strided_depthwise.input.npy"), "--no-cache", "--set",
+                                   "KILN_DUMP_IR_TO=" + dir.file("dump")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string vectorized;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.file("dump")))
+    if (entry.path().string().ends_with("2-vectorized.mlir")) {
+      auto text = read_file(entry.path().string());
+      ASSERT_TRUE(text.ok());
+      vectorized = *text;
+    }
+  ASSERT_NE(vectorized.find("func.func @main("), std::string::npos) << vectorized.substr(0, 2000);
+  EXPECT_EQ(vectorized.find("\"reduction\""), std::string::npos) << vectorized;
+}
+
 // Max pools with output rows shorter than a vector's worth computed channels-last: ceil-mode
 // windows over the end, padding, dilation.
 TEST(OnnxModelsTest, ShortRowMaxPoolsMatchPyTorchAtEveryLevelAndThreadCount) {

@@ -3147,12 +3147,68 @@ class Importer {
       high[2] += extra_rows;
       Value padded = pad(x, low, high, 0);
       y = conv_as_shifted_matmuls(padded, w, win.dilations, win.out);
+    } else if (phase_planes_apply(x, w, win, group)) {
+      y = depthwise_phase_taps(x, w, win);
     } else {
       Value padded = pad(x, low, high, 0);
       y = conv_core(padded, w, win.strides, win.dilations, group, win.out);
     }
     if (has_input(2)) y = add_channel_bias(y, input(2));
     return y;
+  }
+
+  // Whether a strided depthwise convolution runs as taps over phase planes
+  // (depthwise_phase_taps): one NCHW float image, 2-D, stride above 1 but not above the kernel
+  // (every plane is read), no dilation, output rows wide enough to vectorise, and an input that
+  // is not already channels-last (those go channels-last, where a stride only changes which
+  // pixel is read).
+  bool phase_planes_apply(const Value& x, const Value& w, const Window& win, int64_t group) {
+    if (x.shape.size() != 4 || x.shape[0] != 1 || !is_float_type(x.elem) || x.is_const)
+      return false;
+    int64_t c = x.shape[1];
+    if (group != c || w.shape[0] != c || w.shape[1] != 1) return false;
+    if (win.strides[0] < 2 && win.strides[1] < 2) return false;
+    if (win.strides[0] > w.shape[2] || win.strides[1] > w.shape[3]) return false;
+    if (win.dilations[0] != 1 || win.dilations[1] != 1) return false;
+    if (win.out[1] < kMinRowForTaps || channels_last_of_.count(x.ssa)) return false;
+    for (int64_t d : x.shape)
+      if (d <= 0) return false;
+    return true;
+  }
+
+  // A strided depthwise convolution as the sum of its taps, each a unit-stride view. The padded
+  // input is split by the strides into phase planes (plane (a, b) holds the padded pixels at rows
+  // a, a+SH, ... and columns b, b+SW, ...) by one copy; tap (i, j) then reads plane
+  // (i % SH, j % SW) shifted by (i / SH, j / SW): contiguous along the output row, like a
+  // stride-1 convolution's taps (depthwise_taps), where reading every other input pixel of the
+  // padded input would not vectorise.
+  Value depthwise_phase_taps(Value& x, Value& w, const Window& win) {
+    int64_t c = x.shape[1], kh = w.shape[2], kw = w.shape[3];
+    int64_t oh = win.out[0], ow = win.out[1], sh = win.strides[0], sw = win.strides[1];
+    // Each plane spans the output plus the taps' largest shift; the padding reaches the last
+    // pixel any plane holds.
+    int64_t eh = oh + (kh - 1) / sh, ew = ow + (kw - 1) / sw;
+    Shape low = {0, 0, win.low[0], win.low[1]}, high = {0, 0, win.high[0], win.high[1]};
+    high[2] = std::max(high[2], eh * sh - x.shape[2] - low[2]);
+    high[3] = std::max(high[3], ew * sw - x.shape[3] - low[3]);
+    Value padded = pad(x, low, high, 0);
+    // All planes in one tensor (phase, C, EH, EW), one copy: a separate copy per plane would be
+    // merged into the taps' kernel wherever a tap reads a plane whole, reading every other pixel.
+    std::string map = "affine_map<(d0, d1, d2, d3) -> (0, d1, d2 * " + std::to_string(sh) +
+                      " + d0 floordiv " + std::to_string(sw) + ", d3 * " + std::to_string(sw) +
+                      " + d0 mod " + std::to_string(sw) + ")>";
+    Value planes = gathered(padded, map, {sh * sw, c, eh, ew});
+    Value per_tap = prepared_weights(w, {2, 3, 0, 1}, {kh * kw, c, 1, 1});
+    Value sum;
+    for (int64_t i = 0; i < kh; ++i)
+      for (int64_t j = 0; j < kw; ++j) {
+        int64_t phase = (i % sh) * sw + j % sw;
+        Value shifted = slice(planes, {phase, 0, i / sh, j / sw}, {1, c, oh, ow}, {1, 1, 1, 1});
+        Value tap = slice(per_tap, {i * kw + j, 0, 0, 0}, {1, c, 1, 1}, {1, 1, 1, 1});
+        Value term = binary("Mul", shifted, tap);
+        sum = (i == 0 && j == 0) ? term : binary("Add", sum, term);
+      }
+    return sum;
   }
 
   // Computing over the padded width costs (padded width / output width) more products; above

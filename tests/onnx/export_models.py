@@ -156,6 +156,27 @@ class ChannelsLastBlocks(torch.nn.Module):
                           torch.flatten(self.side(w), 1)], 1)
 
 
+class StridedDepthwise(torch.nn.Module):
+    """Strided depthwise convolutions of NCHW feature maps with rows wide enough to vectorise
+    (taps over phase planes): 3x3 stride 2 on odd and even sizes, 5x5 stride 2, no padding,
+    stride 3, a 3x5 kernel with stride (2, 1), a 4x4 kernel, each with its bias and ReLU6."""
+    def __init__(self):
+        super().__init__()
+        self.s2 = torch.nn.Conv2d(6, 6, 3, stride=2, padding=1, groups=6)
+        self.k5 = torch.nn.Conv2d(6, 6, 5, stride=2, padding=2, groups=6)
+        self.valid = torch.nn.Conv2d(6, 6, 3, stride=2, groups=6)
+        self.s3 = torch.nn.Conv2d(6, 6, 3, stride=3, padding=1, groups=6)
+        self.wide = torch.nn.Conv2d(6, 6, (3, 5), stride=(2, 1), padding=(1, 2), groups=6)
+        self.k4 = torch.nn.Conv2d(6, 6, 4, stride=2, padding=1, groups=6)
+        self.again = torch.nn.Conv2d(6, 6, 3, stride=2, padding=1, groups=6)
+
+    def forward(self, x):
+        act = torch.nn.functional.relu6
+        outs = [act(self.s2(x)), act(self.k5(x)), act(self.valid(x)), act(self.s3(x)),
+                act(self.wide(x)), act(self.k4(x)), act(self.again(x[:, :, :36, :38]))]
+        return torch.cat([torch.flatten(o, 1) for o in outs], 1)
+
+
 class ShortRowPools(torch.nn.Module):
     """Max pools whose output rows are too short to vectorise along (computed channels-last):
     windows hanging over the end (ceil mode), padding, dilation, rows of 6 to 14."""
@@ -186,6 +207,8 @@ def build(name):
         return ShiftedConvs(), (1, 5, 9, 33)
     if name == "pointwise_chains":
         return PointwiseChains(), (1, 5, 9, 61)
+    if name == "strided_depthwise":
+        return StridedDepthwise(), (1, 6, 37, 41)
     if name == "short_row_pools":
         return ShortRowPools(), (1, 11, 27, 25)
     if name == "channels_last_blocks":
@@ -257,7 +280,7 @@ def main():
     out = sys.argv[1]
     names = sys.argv[2:] or ["mlp", "small_cnn", "depthwise", "squeeze_excite", "shifted_convs",
                              "short_row_pools", "pointwise_chains", "channels_last_blocks",
-                             "transformer", "recurrent", "resnet18", "mobilenet_v2", "extras"]
+                             "strided_depthwise", "transformer", "recurrent", "resnet18", "mobilenet_v2", "extras"]
     os.makedirs(out, exist_ok=True)
     for name in names:
         if name == "extras":

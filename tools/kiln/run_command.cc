@@ -425,6 +425,13 @@ struct TimedRuns {
   double min_ms() const { return *std::min_element(run_ms.begin(), run_ms.end()); }
 };
 
+// The time line's tail after repeated runs: their median and the fastest.
+void print_repeat_clause(const TimedRuns& runs, int repeat) {
+  if (repeat <= 1) return;
+  std::printf(" (%d runs: median %.3f ms, min %.3f ms)", repeat, median_of(runs.run_ms),
+              runs.min_ms());
+}
+
 kiln::Result<TimedRuns> run_timed(
     int repeat, const std::function<kiln::Result<std::vector<kiln::Buffer>>()>& run) {
   TimedRuns runs;
@@ -478,9 +485,7 @@ void print_onnx_summary(const kiln::CompileReport& report, const kiln::Executabl
                         const TimedRuns& runs, int repeat) {
   print_cache_line(report, false);
   print_time_line(report.compiled, exe, runs.first_ms());
-  if (repeat > 1)
-    std::printf(" (%d runs: median %.3f ms, min %.3f ms)", repeat, median_of(runs.run_ms),
-                runs.min_ms());
+  print_repeat_clause(runs, repeat);
   std::printf("\nmemory: peak %.1f MiB resident (this process)\n", peak_memory_mib());
 }
 
@@ -710,7 +715,7 @@ void print_run_summary(const ObtainedProgram& program, const TimedRuns& runs, in
   print_cache_line(program.report, program.loaded_compiled);
   print_time_line(!program.loaded_compiled && program.report.compiled, *program.executable,
                   runs.first_ms());
-  if (repeat > 1) std::printf(" (best of %d: %.3f ms)", repeat, runs.min_ms());
+  print_repeat_clause(runs, repeat);
   std::printf("\nmemory: peak %.1f MiB resident (this process)\n", peak_memory_mib());
 }
 
