@@ -373,6 +373,46 @@ bool recomputes_costly_math(mlir::OpOperand* operand) {
   return false;
 }
 
+// A copy kernel (its body yields its one input) that reads its input through a map other than a
+// projected permutation: every S-th pixel, a window, a shifted view.
+bool is_gathering_copy(mlir::Operation* op, mlir::OpOperand* operand) {
+  auto copy = mlir::dyn_cast<mlir::linalg::GenericOp>(op);
+  if (!copy || copy.getNumDpsInputs() != 1 || copy.getNumReductionLoops() != 0) return false;
+  if (copy.getMatchingIndexingMap(operand).isProjectedPermutation()) return false;
+  auto yield = mlir::dyn_cast<mlir::linalg::YieldOp>(copy.getBody()->getTerminator());
+  return yield && yield.getNumOperands() == 1 &&
+         yield.getOperand(0) == copy.getBody()->getArgument(0);
+}
+
+// A kernel of plain arithmetic (no math functions, no division) computing a new tensor
+// elementwise, read only by gathering copies: the phase planes of a strided depthwise convolution,
+// each taking every S-th pixel of it. Each copy gets a clone of its own, which elementwise fusion
+// then merges into it, so the kernel's pass over memory goes and each copy computes what it takes.
+// (The copies read every S-th pixel, one at a time or through LLVM's interleaved loads: math
+// functions there would run one call per element, slower than the pass saved; a copy that reads an
+// element more than once recomputes it.)
+void clone_into_gathering_copies(mlir::ModuleOp module) {
+  std::vector<mlir::linalg::GenericOp> shared;
+  module.walk([&](mlir::linalg::GenericOp producer) {
+    if (producer.getNumDpsInits() != 1 || producer.getNumReductionLoops() != 0 ||
+        producer->getNumResults() != 1 || producer->getResult(0).hasOneUse() ||
+        producer->getResult(0).use_empty())
+      return;
+    if (!producer.getIndexingMapsArray().back().isIdentity() || calls_math(producer)) return;
+    for (mlir::Operation& inner : producer.getRegion().front())
+      if (mlir::isa<mlir::arith::DivFOp, mlir::arith::RemFOp>(inner)) return;
+    for (mlir::OpOperand& use : producer->getResult(0).getUses())
+      if (!is_gathering_copy(use.getOwner(), &use)) return;
+    shared.push_back(producer);
+  });
+  for (mlir::linalg::GenericOp producer : shared) {
+    std::vector<mlir::OpOperand*> uses;
+    for (mlir::OpOperand& use : producer->getResult(0).getUses()) uses.push_back(&use);
+    mlir::OpBuilder builder(producer);
+    for (size_t k = 1; k < uses.size(); ++k) uses[k]->set(builder.clone(*producer)->getResult(0));
+  }
+}
+
 // Upstream's elementwise fusion, except that reshapes are never folded into a named contraction:
 // that would turn a matmul into a generic contraction the tiling scripts do not know, and the
 // projections of an attention block would run untiled.
@@ -411,6 +451,7 @@ void fuse_elementwise_ops(mlir::ModuleOp module) {
     mlir::linalg::populateElementwiseOpsFusionPatterns(direct, fusable);
     (void)mlir::applyPatternsGreedily(module, std::move(direct));
   }
+  clone_into_gathering_copies(module);
   mlir::RewritePatternSet patterns(context);
   mlir::linalg::populateElementwiseOpsFusionPatterns(patterns, fusable);
   mlir::linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, reshape_control);

@@ -3177,38 +3177,92 @@ class Importer {
   }
 
   // A strided depthwise convolution as the sum of its taps, each a unit-stride view. The padded
-  // input is split by the strides into phase planes (plane (a, b) holds the padded pixels at rows
-  // a, a+SH, ... and columns b, b+SW, ...) by one copy; tap (i, j) then reads plane
+  // input is split by the strides into phase planes, one tensor (SH*SW, C, EH, EW): plane (a, b)
+  // holds the padded pixels at rows a, a+SH, ... and columns b, b+SW, ..., copied from the input
+  // (every S-th pixel), the padding filled around them. Tap (i, j) then reads plane
   // (i % SH, j % SW) shifted by (i / SH, j / SW): contiguous along the output row, like a
-  // stride-1 convolution's taps (depthwise_taps), where reading every other input pixel of the
-  // padded input would not vectorise.
+  // stride-1 convolution's taps (depthwise_taps), where reading every other pixel of the padded
+  // input would not vectorise. The copies are the kernels that compute the input can be merged
+  // into (clone_into_gathering_copies in the compiler): then no padded input is written at all.
   Value depthwise_phase_taps(Value& x, Value& w, const Window& win) {
     int64_t c = x.shape[1], kh = w.shape[2], kw = w.shape[3];
-    int64_t oh = win.out[0], ow = win.out[1], sh = win.strides[0], sw = win.strides[1];
-    // Each plane spans the output plus the taps' largest shift; the padding reaches the last
-    // pixel any plane holds.
-    int64_t eh = oh + (kh - 1) / sh, ew = ow + (kw - 1) / sw;
-    Shape low = {0, 0, win.low[0], win.low[1]}, high = {0, 0, win.high[0], win.high[1]};
-    high[2] = std::max(high[2], eh * sh - x.shape[2] - low[2]);
-    high[3] = std::max(high[3], ew * sw - x.shape[3] - low[3]);
-    Value padded = pad(x, low, high, 0);
-    // All planes in one tensor (phase, C, EH, EW), one copy: a separate copy per plane would be
-    // merged into the taps' kernel wherever a tap reads a plane whole, reading every other pixel.
-    std::string map = "affine_map<(d0, d1, d2, d3) -> (0, d1, d2 * " + std::to_string(sh) +
-                      " + d0 floordiv " + std::to_string(sw) + ", d3 * " + std::to_string(sw) +
-                      " + d0 mod " + std::to_string(sw) + ")>";
-    Value planes = gathered(padded, map, {sh * sw, c, eh, ew});
+    int64_t oh = win.out[0], ow = win.out[1];
+    const int64_t stride[2] = {win.strides[0], win.strides[1]};
+    const int64_t in[2] = {x.shape[2], x.shape[3]};
+    // Each plane spans the output plus the taps' largest shift.
+    const int64_t extent[2] = {oh + (kh - 1) / stride[0], ow + (kw - 1) / stride[1]};
+    Value planes;
+    planes.elem = x.elem;
+    planes.shape = {stride[0] * stride[1], c, extent[0], extent[1]};
+    planes.ssa = empty(x.elem, planes.shape);
+    for (int64_t a = 0; a < stride[0]; ++a)
+      for (int64_t b = 0; b < stride[1]; ++b) {
+        // Plane (a, b)'s row r is padded row r * S + a, input row r * S + a - pad: the rows that
+        // fall inside the input, [first, first + count), are copied from it; the rest is padding.
+        const int64_t phase[2] = {a, b};
+        int64_t first[2], count[2], source[2];
+        for (int k = 0; k < 2; ++k) {
+          int64_t shift = phase[k] - win.low[k];
+          first[k] = shift >= 0 ? 0 : (-shift + stride[k] - 1) / stride[k];
+          int64_t reach = in[k] - 1 - shift;  // floor division: may be negative
+          int64_t last =
+              std::min(extent[k] - 1,
+                       reach >= 0 ? reach / stride[k] : -((-reach + stride[k] - 1) / stride[k]));
+          count[k] = std::max<int64_t>(0, last - first[k] + 1);
+          if (count[k] == 0) first[k] = extent[k];
+          source[k] = first[k] * stride[k] + shift;
+        }
+        int64_t p = a * stride[1] + b;
+        // The padding around the copied rectangle: rows above and below it, then the columns
+        // left and right of it.
+        const int64_t rows_below = extent[0] - first[0] - count[0];
+        const int64_t cols_right = extent[1] - first[1] - count[1];
+        fill_region(planes, {p, 0, 0, 0}, {1, c, first[0], extent[1]});
+        fill_region(planes, {p, 0, first[0] + count[0], 0}, {1, c, rows_below, extent[1]});
+        fill_region(planes, {p, 0, first[0], 0}, {1, c, count[0], first[1]});
+        fill_region(planes, {p, 0, first[0], first[1] + count[1]}, {1, c, count[0], cols_right});
+        if (count[0] == 0 || count[1] == 0) continue;
+        // A copy of every S-th input pixel, written into its place in the planes (the copy's own
+        // buffer becomes a view of theirs): the kernel that computes the input can write it.
+        std::string map = "affine_map<(d0, d1, d2, d3) -> (d0, d1, d2 * " +
+                          std::to_string(stride[0]) + " + " + std::to_string(source[0]) +
+                          ", d3 * " + std::to_string(stride[1]) + " + " +
+                          std::to_string(source[1]) + ")>";
+        Value copied = gathered(x, map, {1, c, count[0], count[1]});
+        insert_region(planes, copied, {p, 0, first[0], first[1]});
+      }
     Value per_tap = prepared_weights(w, {2, 3, 0, 1}, {kh * kw, c, 1, 1});
     Value sum;
     for (int64_t i = 0; i < kh; ++i)
       for (int64_t j = 0; j < kw; ++j) {
-        int64_t phase = (i % sh) * sw + j % sw;
-        Value shifted = slice(planes, {phase, 0, i / sh, j / sw}, {1, c, oh, ow}, {1, 1, 1, 1});
+        int64_t p = (i % stride[0]) * stride[1] + j % stride[1];
+        Value shifted =
+            slice(planes, {p, 0, i / stride[0], j / stride[1]}, {1, c, oh, ow}, {1, 1, 1, 1});
         Value tap = slice(per_tap, {i * kw + j, 0, 0, 0}, {1, c, 1, 1}, {1, 1, 1, 1});
         Value term = binary("Mul", shifted, tap);
         sum = (i == 0 && j == 0) ? term : binary("Add", sum, term);
       }
     return sum;
+  }
+
+  // `into` with the region at `offsets` of `sizes` set to zero (nothing when it is empty).
+  void fill_region(Value& into, const Shape& offsets, const Shape& sizes) {
+    if (product(sizes) == 0) return;
+    std::string zeros = filled(into.elem, sizes, 0);
+    Value region;
+    region.elem = into.elem;
+    region.shape = sizes;
+    region.ssa = zeros;
+    insert_region(into, region, offsets);
+  }
+
+  // `into` with `part` written at `offsets`.
+  void insert_region(Value& into, Value& part, const Shape& offsets) {
+    std::string next = fresh();
+    line(next + " = tensor.insert_slice " + ssa(part) + " into " + into.ssa + "[" +
+         i64_list(offsets) + "] [" + i64_list(part.shape) + "] [" +
+         i64_list(Shape(part.shape.size(), 1)) + "] : " + part.type() + " into " + into.type());
+    into.ssa = next;
   }
 
   // Computing over the padded width costs (padded width / output width) more products; above

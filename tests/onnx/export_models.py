@@ -159,7 +159,8 @@ class ChannelsLastBlocks(torch.nn.Module):
 class StridedDepthwise(torch.nn.Module):
     """Strided depthwise convolutions of NCHW feature maps with rows wide enough to vectorise
     (taps over phase planes): 3x3 stride 2 on odd and even sizes, 5x5 stride 2, no padding,
-    stride 3, a 3x5 kernel with stride (2, 1), a 4x4 kernel, each with its bias and ReLU6."""
+    stride 3, a 3x5 kernel with stride (2, 1), a 4x4 kernel, each with its bias and ReLU6; one
+    after a pointwise convolution whose bias and ReLU6 are computed by the phase copies."""
     def __init__(self):
         super().__init__()
         self.s2 = torch.nn.Conv2d(6, 6, 3, stride=2, padding=1, groups=6)
@@ -169,11 +170,14 @@ class StridedDepthwise(torch.nn.Module):
         self.wide = torch.nn.Conv2d(6, 6, (3, 5), stride=(2, 1), padding=(1, 2), groups=6)
         self.k4 = torch.nn.Conv2d(6, 6, 4, stride=2, padding=1, groups=6)
         self.again = torch.nn.Conv2d(6, 6, 3, stride=2, padding=1, groups=6)
+        self.expand = torch.nn.Conv2d(6, 12, 1)
+        self.after = torch.nn.Conv2d(12, 12, 3, stride=2, padding=1, groups=12)
 
     def forward(self, x):
         act = torch.nn.functional.relu6
         outs = [act(self.s2(x)), act(self.k5(x)), act(self.valid(x)), act(self.s3(x)),
-                act(self.wide(x)), act(self.k4(x)), act(self.again(x[:, :, :36, :38]))]
+                act(self.wide(x)), act(self.k4(x)), act(self.again(x[:, :, :36, :38])),
+                act(self.after(act(self.expand(x))))]
         return torch.cat([torch.flatten(o, 1) for o in outs], 1)
 
 
