@@ -180,6 +180,33 @@ TEST_F(CompileCacheTest, MissWritesThenAFreshProcessHitsWithIdenticalResults) {
   for (int i = 0; i < 4; ++i) EXPECT_EQ((*r1)[0].as<float>()[i], (*r2)[0].as<float>()[i]);
 }
 
+// The events kiln records are JAX's compilation-cache events: listeners receive JAX's name
+// without its prefix, and jax_event_name gives the full one (docs/CACHE.md's table); kiln's own
+// events have no JAX name.
+TEST(MonitoringEventsTest, EveryEventIsNamedAsJaxNamesIt) {
+  using monitoring::DurationEvent;
+  using monitoring::Event;
+  for (Event e : {Event::kCompileRequestsUseCache, Event::kCacheHits, Event::kCacheMisses,
+                  Event::kTasksUsingCache, Event::kTaskDisabledCache})
+    EXPECT_EQ(std::string(monitoring::jax_event_name(e)),
+              std::string("/jax/compilation_cache/") + monitoring::event_name(e));
+  for (Event e : {Event::kCacheWrites, Event::kCacheCorrupt})
+    EXPECT_EQ(std::string(monitoring::jax_event_name(e)), "") << monitoring::event_name(e);
+  for (DurationEvent e :
+       {DurationEvent::kCompileTimeSavedSec, DurationEvent::kCacheRetrievalTimeSec})
+    EXPECT_EQ(std::string(monitoring::jax_event_name(e)),
+              std::string("/jax/compilation_cache/") + monitoring::event_name(e));
+  EXPECT_EQ(std::string(monitoring::jax_event_name(DurationEvent::kBackendCompileDuration)),
+            "/jax/core/compile/backend_compile_duration");
+  EXPECT_EQ(std::string(monitoring::event_name(Event::kCacheHits)), "cache_hits");
+  // A recorded enum reaches listeners under its name.
+  std::vector<std::string> seen;
+  int id = monitoring::add_event_listener([&](const std::string& e) { seen.push_back(e); });
+  monitoring::record_event(Event::kCacheMisses);
+  monitoring::remove_listener(id);
+  EXPECT_EQ(seen, std::vector<std::string>{"cache_misses"});
+}
+
 TEST_F(CompileCacheTest, RepeatInOneProcessIsAMemoryHit) {
   CompileReport first, second;
   ASSERT_TRUE(get(kAdd, &first).ok());
@@ -223,6 +250,7 @@ TEST_F(CompileCacheTest, MinCompileTimeGateUsesTheEnvClock) {
   env.step = 2'000'000;  // every clock read advances 2 s: the compile "takes" 2 s
   CompileReport fast;
   ASSERT_TRUE(get(kAdd, &fast).ok());
+  EXPECT_EQ(fast.write_skip, WriteSkip::kCompileTime);
   EXPECT_THAT(fast.skipped_write,
               HasSubstr("less than KILN_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"));
   EXPECT_EQ(entry_count(), 0u);
@@ -231,6 +259,7 @@ TEST_F(CompileCacheTest, MinCompileTimeGateUsesTheEnvClock) {
   env.step = 10'000'000;  // a 10 s compile is stored
   CompileReport slow;
   ASSERT_TRUE(get(kMul, &slow).ok());
+  EXPECT_EQ(slow.write_skip, WriteSkip::kNone);
   EXPECT_EQ(slow.skipped_write, "");
   EXPECT_EQ(entry_count(), 1u);
 }
@@ -239,6 +268,7 @@ TEST_F(CompileCacheTest, MinEntrySizeGate) {
   ASSERT_TRUE(config::set("KILN_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "100000000").ok());
   CompileReport r;
   ASSERT_TRUE(get(kAdd, &r).ok());
+  EXPECT_EQ(r.write_skip, WriteSkip::kEntrySize);
   EXPECT_THAT(r.skipped_write,
               HasSubstr("smaller than KILN_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"));
   EXPECT_EQ(entry_count(), 0u);
@@ -253,6 +283,7 @@ TEST_F(CompileCacheTest, OnlyTheWriterProcessWrites) {
   ASSERT_TRUE(follower.ok());
   CompileReport r;
   ASSERT_TRUE(get(kAdd, &r, {}, follower->get()).ok());
+  EXPECT_EQ(r.write_skip, WriteSkip::kNotWriter);
   EXPECT_THAT(r.skipped_write, HasSubstr("process 1 is not the cache writer (0)"));
   EXPECT_EQ(entry_count(), 0u);
   ASSERT_TRUE(config::set("KILN_CACHE_WRITER", "1").ok());

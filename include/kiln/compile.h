@@ -28,15 +28,24 @@ enum class SharedRole { kNone, kLeader, kFollower };
 // PGLE's part in a compile: none, the instrumented first pass, the build optimised with a
 // profile (compiled now, or found in the cache), or a profile refused (compiled without it).
 enum class PgleStage { kNone, kFirstPass, kOptimised, kOptimisedCached, kProfileRejected };
+// Why a compiled executable was not written to the persistent cache: it was (kNone), this process
+// is not the job's cache writer, the compile was faster than
+// KILN_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS, or the entry smaller than
+// KILN_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES.
+enum class WriteSkip { kNone, kNotWriter, kCompileTime, kEntrySize };
 
 // The words logs, `kiln run`, --json and Python use: "off" / "miss" / "hit"; "" / "leader" /
-// "follower"; "" / "first pass" / "optimised" / "optimised (cached)" / "profile rejected".
+// "follower"; "" / "first pass" / "optimised" / "optimised (cached)" / "profile rejected";
+// "" / "not_writer" / "compile_time" / "entry_size" (the cache's skipped_writes.<reason>
+// counters).
 KILN_EXPORT const char* to_string(CacheOutcome outcome);
 KILN_EXPORT const char* to_string(SharedRole role);
 KILN_EXPORT const char* to_string(PgleStage stage);
+KILN_EXPORT const char* to_string(WriteSkip skip);
 inline std::ostream& operator<<(std::ostream& os, CacheOutcome v) { return os << to_string(v); }
 inline std::ostream& operator<<(std::ostream& os, SharedRole v) { return os << to_string(v); }
 inline std::ostream& operator<<(std::ostream& os, PgleStage v) { return os << to_string(v); }
+inline std::ostream& operator<<(std::ostream& os, WriteSkip v) { return os << to_string(v); }
 
 // What happened in one compile_or_get_cached call.
 struct KILN_EXPORT CompileReport {
@@ -44,8 +53,9 @@ struct KILN_EXPORT CompileReport {
   bool from_memory = false;  // the hit came from this process's executable cache
   std::string key;
   std::string module_name;
-  std::string skipped_write;  // why a miss was not stored ("" when it was stored)
-  bool compiled = false;      // this process ran the compiler
+  WriteSkip write_skip = WriteSkip::kNone;  // why a compiled executable was not stored
+  std::string skipped_write;                // the same, in words with the numbers ("" if stored)
+  bool compiled = false;                    // this process ran the compiler
   SharedRole shared = SharedRole::kNone;
   double key_ms = 0;
   double retrieval_ms = 0;

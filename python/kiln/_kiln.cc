@@ -177,6 +177,7 @@ py::dict report_dict(const kiln::CompileReport& r) {
   d["key"] = r.key;
   d["module"] = r.module_name;
   d["compiled"] = r.compiled;
+  d["write_skip"] = kiln::to_string(r.write_skip);
   d["skipped_write"] = r.skipped_write;
   d["key_ms"] = r.key_ms;
   d["retrieval_ms"] = r.retrieval_ms;

@@ -49,11 +49,11 @@ struct CompilationCache::State {
             options.expect_pgle,
             options.env};
   }
-  void task_event(const char* name) {
+  void task_event(monitoring::Event event) {
     std::lock_guard<std::mutex> lock(mutex);
     if (task_event_sent) return;
     task_event_sent = true;
-    monitoring::record_event(name);
+    monitoring::record_event(event);
   }
 };
 
@@ -91,7 +91,7 @@ Result<std::shared_ptr<Executable>> compile_uncached(CompilationCache::State& s,
   report.compile_ms = seconds * 1000;
   report.compiled = true;
   if (!exe.ok()) return s.handlers->apply(exe.status());
-  monitoring::record_duration("backend_compile_duration", seconds);
+  monitoring::record_duration(monitoring::DurationEvent::kBackendCompileDuration, seconds);
   return exe;
 }
 
@@ -138,7 +138,7 @@ Result<std::optional<DecodedCacheEntry>> read_entry(
   if (!bytes->has_value()) return std::optional<DecodedCacheEntry>();
   auto decoded = decode_cache_entry(**bytes, key.key);
   if (!decoded.ok()) {
-    monitoring::record_event("cache_corrupt");
+    monitoring::record_event(monitoring::Event::kCacheCorrupt);
     store.count("corrupt");
     s.counters.add("corrupt");
     log::warning("Persistent compilation cache entry for '" + module + "' with key '" + key.key +
@@ -159,10 +159,11 @@ void record_hit(CompilationCache::State& s, const CacheKey& key, const DecodedCa
   std::string line =
       "Persistent compilation cache hit for '" + key.module_name + "' with key '" + key.key + "'";
   s.options.log_compiles ? log::warning(line) : log::debug(line);
-  monitoring::record_event("cache_hits");
-  monitoring::record_duration("compile_time_saved_sec",
+  monitoring::record_event(monitoring::Event::kCacheHits);
+  monitoring::record_duration(monitoring::DurationEvent::kCompileTimeSavedSec,
                               (stored.metadata.compile_time_ms - retrieval_ms) / 1000.0);
-  monitoring::record_duration("cache_retrieval_time_sec", retrieval_ms / 1000.0);
+  monitoring::record_duration(monitoring::DurationEvent::kCacheRetrievalTimeSec,
+                              retrieval_ms / 1000.0);
 }
 
 void record_miss(CompilationCache::State& s, const CacheKey& key, CompileReport& report) {
@@ -170,7 +171,7 @@ void record_miss(CompilationCache::State& s, const CacheKey& key, CompileReport&
   std::string miss =
       "PERSISTENT COMPILATION CACHE MISS for '" + key.module_name + "' with key '" + key.key + "'";
   s.options.explain_cache_misses ? log::warning(miss) : log::debug(miss);
-  monitoring::record_event("cache_misses");
+  monitoring::record_event(monitoring::Event::kCacheMisses);
   s.counters.add("misses");
 }
 
@@ -182,7 +183,7 @@ std::shared_ptr<Executable> load_entry(CompilationCache::State& s, const CacheKe
   const std::string& module = key.module_name;
   auto exe = Executable::deserialize(stored.payload);
   if (!exe.ok()) {
-    monitoring::record_event("cache_corrupt");
+    monitoring::record_event(monitoring::Event::kCacheCorrupt);
     store.count("corrupt");
     s.counters.add("corrupt");
     log::warning("Persistent compilation cache entry for '" + module + "' does not load (" +
@@ -342,7 +343,7 @@ Result<std::shared_ptr<Executable>> CompilationCache::compile_or_get_cached(
     }
   }
   if (s.store() == nullptr) {
-    s.task_event("task_disabled_cache");
+    s.task_event(monitoring::Event::kTaskDisabledCache);
     KILN_RETURN_IF_ERROR(cache_parts::prepare_uncached_pgle(
         s.options, uncached_key_function(s, client, source), client, options, report));
     return compile_uncached(s, client, source, options, report);
@@ -384,8 +385,8 @@ Result<std::shared_ptr<Executable>> CompilationCache::compile_or_get_cached(
   lock.unlock();
   InFlight release{s, key.key};
   s.counters.add("requests");
-  s.task_event("tasks_using_cache");
-  monitoring::record_event("compile_requests_use_cache");
+  s.task_event(monitoring::Event::kTasksUsingCache);
+  monitoring::record_event(monitoring::Event::kCompileRequestsUseCache);
 
   auto read_start = Clock::now();
   KILN_ASSIGN_OR_RETURN(std::optional<DecodedCacheEntry> stored,
@@ -427,11 +428,12 @@ Result<std::string> CompilationCache::compile_or_get_cached_serialized(
     report.compile_ms = static_cast<double>(s.env()->now_micros() - start) / 1000;
     report.compiled = true;
     if (!bytes.ok()) return s.handlers->apply(bytes.status());
-    monitoring::record_duration("backend_compile_duration", report.compile_ms / 1000);
+    monitoring::record_duration(monitoring::DurationEvent::kBackendCompileDuration,
+                                report.compile_ms / 1000);
     return bytes;
   };
   if (s.store() == nullptr) {
-    s.task_event("task_disabled_cache");
+    s.task_event(monitoring::Event::kTaskDisabledCache);
     return compile();
   }
   auto key_start = Clock::now();
@@ -445,8 +447,8 @@ Result<std::string> CompilationCache::compile_or_get_cached_serialized(
     check_contents = s.options.check_contents && s.verified_keys.insert(key.key).second;
   }
   s.counters.add("requests");
-  s.task_event("tasks_using_cache");
-  monitoring::record_event("compile_requests_use_cache");
+  s.task_event(monitoring::Event::kTasksUsingCache);
+  monitoring::record_event(monitoring::Event::kCompileRequestsUseCache);
   auto read_start = Clock::now();
   std::optional<std::pair<std::string, std::string>> none;
   KILN_ASSIGN_OR_RETURN(std::optional<DecodedCacheEntry> stored, read_entry(s, key, none));

@@ -98,6 +98,20 @@ const char* to_string(PgleStage stage) {
   return "?";
 }
 
+const char* to_string(WriteSkip skip) {
+  switch (skip) {
+    case WriteSkip::kNone:
+      return "";
+    case WriteSkip::kNotWriter:
+      return "not_writer";
+    case WriteSkip::kCompileTime:
+      return "compile_time";
+    case WriteSkip::kEntrySize:
+      return "entry_size";
+  }
+  return "?";
+}
+
 Result<std::shared_ptr<Executable>> compile_or_get_cached(const Client& client,
                                                           const ModuleSource& source,
                                                           const CompileOptions& options,

@@ -9,9 +9,10 @@ Status write_entry(const Client& client, CacheStore& store, Counters& counters, 
                    CompileReport& report, const WritePolicy& policy,
                    const std::function<std::string()>& payload) {
   const std::string& module = key.module_name;
-  auto skip = [&](const std::string& reason, const std::string& counter) {
+  auto skip = [&](const std::string& reason, WriteSkip why) {
+    report.write_skip = why;
     report.skipped_write = reason;
-    counters.add("skipped_writes." + counter);
+    counters.add(std::string("skipped_writes.") + to_string(why));
     std::string line = "Not writing persistent cache entry for '" + module + "': " + reason;
     policy.explain ? log::warning(line) : log::debug(line);
   };
@@ -20,14 +21,14 @@ Status write_entry(const Client& client, CacheStore& store, Counters& counters, 
   if (client.process_index() != policy.writer_process && report.shared != SharedRole::kLeader) {
     skip("process " + std::to_string(client.process_index()) + " is not the cache writer (" +
              std::to_string(policy.writer_process) + ")",
-         "not_writer");
+         WriteSkip::kNotWriter);
     return Status();
   }
   if (report.compile_ms / 1000.0 < policy.min_compile_time_secs) {
     skip("compile took " + std::to_string(report.compile_ms / 1000.0) +
              " s, less than KILN_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=" +
              std::to_string(policy.min_compile_time_secs),
-         "compile_time");
+         WriteSkip::kCompileTime);
     return Status();
   }
   CacheEntryMetadata meta;
@@ -42,7 +43,7 @@ Status write_entry(const Client& client, CacheStore& store, Counters& counters, 
     skip("entry of " + std::to_string(entry.size()) +
              " bytes is smaller than KILN_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=" +
              std::to_string(policy.min_entry_size_bytes),
-         "entry_size");
+         WriteSkip::kEntrySize);
     return Status();
   }
   Status put = store.put(key.key, entry);
@@ -56,7 +57,7 @@ Status write_entry(const Client& client, CacheStore& store, Counters& counters, 
   }
   store.count("writes");
   counters.add("writes");
-  monitoring::record_event("cache_writes");
+  monitoring::record_event(monitoring::Event::kCacheWrites);
   if (policy.explain)
     log::warning("Wrote '" + module + "' to persistent compilation cache with key '" + key.key +
                  "' (" + std::to_string(entry.size()) + " bytes)");
