@@ -8,6 +8,7 @@
 #include <atomic>
 
 #include "cache/alias_record.h"
+#include "fault_env.h"
 #include "kiln/cache.h"
 #include "kiln/env.h"
 #include "kiln/file.h"
@@ -34,19 +35,6 @@ CacheEntryMetadata sample_metadata() {
   m.components = {{"module", "module 'net'", std::string(64, 'a')}};
   return m;
 }
-
-// A clock the test moves by hand, and a count of directory listings.
-class TestEnv : public EnvWrapper {
- public:
-  TestEnv() : EnvWrapper(Env::posix()) {}
-  int64_t now_micros() override { return now.load(); }
-  Result<std::vector<std::string>> list_dir(const std::string& p) override {
-    ++listings;
-    return EnvWrapper::list_dir(p);
-  }
-  std::atomic<int64_t> now{1'000'000};
-  std::atomic<int> listings{0};
-};
 
 TEST(CacheEntryTest, RoundTripKeepsMetadataAndPayload) {
   std::string payload(10000, 'x');
@@ -117,30 +105,6 @@ TEST(PosixEnvTest, WritesNeverFollowASymlink) {
   EXPECT_EQ(*read_file(dir.file("victim")), "precious");
 }
 
-// Another user's file: a real chown when the tests run as root (CI does), otherwise an Env
-// that reports the file as another user's.
-class ForeignOwnerEnv : public EnvWrapper {
- public:
-  ForeignOwnerEnv() : EnvWrapper(Env::posix()) {}
-  void make_foreign(const std::string& path) {
-    if (geteuid() == 0) {
-      ASSERT_EQ(chown(path.c_str(), kNobody, kNobody), 0) << path;
-    } else {
-      foreign_.push_back(path);
-    }
-  }
-  Result<FileOwner> file_owner(const std::string& p, bool follow) override {
-    auto owner = EnvWrapper::file_owner(p, follow);
-    if (owner.ok() && std::find(foreign_.begin(), foreign_.end(), p) != foreign_.end())
-      owner->uid = kNobody;
-    return owner;
-  }
-  static constexpr uint32_t kNobody = 65534;
-
- private:
-  std::vector<std::string> foreign_;
-};
-
 uint32_t permission_bits(const std::string& path) {
   struct stat st {};
   EXPECT_EQ(stat(path.c_str(), &st), 0) << path;
@@ -182,7 +146,7 @@ TEST(DirectoryStoreTest, ADirectoryOtherUsersCanWriteIsRefusedNamingThePathAndTh
 
 TEST(DirectoryStoreTest, ADirectoryOwnedByAnotherUserIsRefused) {
   TempDir dir;
-  ForeignOwnerEnv env;
+  FaultEnv env;
   ASSERT_TRUE(open_store(dir.path(), &env)->put("k1", "code").ok());
   env.make_foreign(dir.path() + "/entries");
   auto refused = DirectoryStore::open({dir.path(), -1, -1, &env});
@@ -193,7 +157,7 @@ TEST(DirectoryStoreTest, ADirectoryOwnedByAnotherUserIsRefused) {
 
 TEST(DirectoryStoreTest, AnEntryOwnedByAnotherUserOrWritableByOthersIsNeverReturned) {
   TempDir dir;
-  ForeignOwnerEnv env;
+  FaultEnv env;
   auto store = open_store(dir.path(), &env);
   ASSERT_TRUE(store->put("planted", "someone else's code").ok());
   ASSERT_TRUE(store->put("shared", "code anyone may change").ok());
@@ -244,13 +208,9 @@ TEST(DirectoryStoreTest, FirstWriterWins) {
 // Two processes that both miss the existence check: the second one's link finds the first one's
 // entry (kAlreadyExists), which is the race lost, not an error; the entry and the ledger keep one.
 TEST(DirectoryStoreTest, ALinkLosingTheRaceToAnotherWriterIsNotAnError) {
-  class LateCheckEnv : public EnvWrapper {
-   public:
-    LateCheckEnv() : EnvWrapper(Env::posix()) {}
-    bool file_exists(const std::string&) override { return false; }
-  };
   TempDir dir;
-  LateCheckEnv env;
+  FaultEnv env;
+  env.hide_existing_files = true;
   auto first = open_store(dir.path(), nullptr);
   auto second = open_store(dir.path(), &env);
   ASSERT_TRUE(first->put("k", "first").ok());
@@ -310,7 +270,7 @@ TEST(DirectoryStoreTest, ValueLargerThanMaxSizeIsRejectedWithAWarning) {
 
 TEST(DirectoryStoreTest, EvictsLeastRecentlyUsedAcrossTwoStoreInstances) {
   TempDir dir;
-  TestEnv env;
+  FaultEnv env;
   auto a = open_store(dir.path(), &env, /*max_size=*/300);
   auto b = open_store(dir.path(), &env, /*max_size=*/300);
   ASSERT_TRUE(a->put("one", std::string(100, '1')).ok());
@@ -336,7 +296,7 @@ TEST(DirectoryStoreTest, EvictsLeastRecentlyUsedAcrossTwoStoreInstances) {
 // Raw-bytes alias records are tiny pointers to keys: they never count against the entry bound.
 TEST(DirectoryStoreTest, AliasRecordsDoNotCountAgainstTheEntryBound) {
   TempDir dir;
-  TestEnv env;
+  FaultEnv env;
   auto store = open_store(dir.path(), &env, -1, /*max_entries=*/2);
   for (int i = 0; i < 2; ++i) {
     env.now += 10;
@@ -359,7 +319,7 @@ TEST(DirectoryStoreTest, AliasRecordsDoNotCountAgainstTheEntryBound) {
 
 TEST(DirectoryStoreTest, EntryCountIsBounded) {
   TempDir dir;
-  TestEnv env;
+  FaultEnv env;
   auto store = open_store(dir.path(), &env, -1, /*max_entries=*/10);
   for (int i = 0; i < 25; ++i) {
     env.now += 1;
@@ -372,7 +332,7 @@ TEST(DirectoryStoreTest, EntryCountIsBounded) {
 
 TEST(DirectoryStoreTest, GetAndPutNeverListTheDirectoryBelowTheBounds) {
   TempDir dir;
-  TestEnv env;
+  FaultEnv env;
   auto store = open_store(dir.path(), &env, /*max_size=*/1 << 30, /*max_entries=*/100000);
   for (int i = 0; i < 300; ++i) {
     ASSERT_TRUE(store->put(key_name(i), "value").ok());
@@ -383,17 +343,8 @@ TEST(DirectoryStoreTest, GetAndPutNeverListTheDirectoryBelowTheBounds) {
 
 TEST(DirectoryStoreTest, FailedWritesLeaveNoEntryAndNoTempFiles) {
   TempDir dir;
-  class NoSpaceEnv : public EnvWrapper {
-   public:
-    NoSpaceEnv() : EnvWrapper(Env::posix()) {}
-    Status write_file(const std::string& p, std::string_view d, bool sync) override {
-      if (p.find("/tmp/") != std::string::npos && p.find("ledger") == std::string::npos) {
-        (void)EnvWrapper::write_file(p, d.substr(0, d.size() / 2), false);  // a torn write
-        return io_error("cannot write " + p + ": No space left on device");
-      }
-      return EnvWrapper::write_file(p, d, sync);
-    }
-  } env;
+  FaultEnv env;
+  env.fail_entry_writes = true;  // a torn write, then a full disk
   auto store = open_store(dir.path(), &env);
   Status put = store->put("k", std::string(1000, 'v'));
   ASSERT_FALSE(put.ok());
@@ -406,7 +357,7 @@ TEST(DirectoryStoreTest, FailedWritesLeaveNoEntryAndNoTempFiles) {
 
 TEST(DirectoryStoreTest, GcAndClear) {
   TempDir dir;
-  TestEnv env;
+  FaultEnv env;
   auto store = open_store(dir.path(), &env);
   for (int i = 0; i < 5; ++i) {
     env.now += 1000;

@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "fault_env.h"
 #include "kiln/cache.h"
 #include "kiln/compile.h"
 #include "kiln/config.h"
@@ -55,30 +56,6 @@ const char* kMul = R"(module @multiplier {
 })";
 
 ModuleSource source(const char* text) { return ModuleSource{text, "<test>"}; }
-
-// A clock that moves by `step` microseconds each time it is read, plus injectable I/O faults.
-class FaultEnv : public EnvWrapper {
- public:
-  FaultEnv() : EnvWrapper(Env::posix()) {}
-  int64_t now_micros() override { return now += step; }
-  Result<std::string> read_file(const std::string& p) override {
-    if (fail_entry_reads && p.find("/entries/") != std::string::npos)
-      return io_error("cannot read " + p + ": Input/output error");
-    return EnvWrapper::read_file(p);
-  }
-  Status write_file(const std::string& p, std::string_view d, bool s) override {
-    if (deny_writes) return io_error("cannot create " + p + ": Permission denied");
-    if (fail_entry_writes && p.find("/tmp/") != std::string::npos &&
-        p.find("ledger") == std::string::npos)
-      return io_error("cannot write " + p + ": No space left on device");
-    return EnvWrapper::write_file(p, d, s);
-  }
-  std::atomic<int64_t> now{1'000'000'000};
-  std::atomic<int64_t> step{1};
-  bool fail_entry_reads = false;
-  bool fail_entry_writes = false;
-  bool deny_writes = false;
-};
 
 class CompileCacheTest : public ::testing::Test {
  protected:
