@@ -3186,11 +3186,33 @@ class Importer {
   // into (clone_into_gathering_copies in the compiler): then no padded input is written at all.
   Value depthwise_phase_taps(Value& x, Value& w, const Window& win) {
     int64_t c = x.shape[1], kh = w.shape[2], kw = w.shape[3];
-    int64_t oh = win.out[0], ow = win.out[1];
+    int64_t oh = win.out[0], ow = win.out[1], sh = win.strides[0], sw = win.strides[1];
+    Value planes = phase_planes(x, win, kh, kw);
+    Value per_tap = prepared_weights(w, {2, 3, 0, 1}, {kh * kw, c, 1, 1});
+    Value sum;
+    for (int64_t i = 0; i < kh; ++i)
+      for (int64_t j = 0; j < kw; ++j) {
+        int64_t p = (i % sh) * sw + j % sw;
+        Value shifted = slice(planes, {p, 0, i / sh, j / sw}, {1, c, oh, ow}, {1, 1, 1, 1});
+        Value tap = slice(per_tap, {i * kw + j, 0, 0, 0}, {1, c, 1, 1}, {1, 1, 1, 1});
+        Value term = binary("Mul", shifted, tap);
+        sum = (i == 0 && j == 0) ? term : binary("Add", sum, term);
+      }
+    return sum;
+  }
+
+  // The padded input of a strided window operation on one NCHW image split into its phase planes,
+  // one tensor (SH*SW, C, EH, EW): plane a * SW + b holds the padded pixels at rows a, a+SH, ...
+  // and columns b, b+SW, ..., copied from the input (every S-th pixel), its padding filled around
+  // them. A KHxKW window's tap (i, j) at output pixel (r, q) is then plane
+  // (i % SH) * SW + j % SW at (r + i / SH, q + j / SW): unit stride along the output row.
+  Value phase_planes(Value& x, const Window& win, int64_t kh, int64_t kw) {
+    int64_t c = x.shape[1];
     const int64_t stride[2] = {win.strides[0], win.strides[1]};
     const int64_t in[2] = {x.shape[2], x.shape[3]};
     // Each plane spans the output plus the taps' largest shift.
-    const int64_t extent[2] = {oh + (kh - 1) / stride[0], ow + (kw - 1) / stride[1]};
+    const int64_t extent[2] = {win.out[0] + (kh - 1) / stride[0],
+                               win.out[1] + (kw - 1) / stride[1]};
     Value planes;
     planes.elem = x.elem;
     planes.shape = {stride[0] * stride[1], c, extent[0], extent[1]};
@@ -3231,18 +3253,7 @@ class Importer {
         Value copied = gathered(x, map, {1, c, count[0], count[1]});
         insert_region(planes, copied, {p, 0, first[0], first[1]});
       }
-    Value per_tap = prepared_weights(w, {2, 3, 0, 1}, {kh * kw, c, 1, 1});
-    Value sum;
-    for (int64_t i = 0; i < kh; ++i)
-      for (int64_t j = 0; j < kw; ++j) {
-        int64_t p = (i % stride[0]) * stride[1] + j % stride[1];
-        Value shifted =
-            slice(planes, {p, 0, i / stride[0], j / stride[1]}, {1, c, oh, ow}, {1, 1, 1, 1});
-        Value tap = slice(per_tap, {i * kw + j, 0, 0, 0}, {1, c, 1, 1}, {1, 1, 1, 1});
-        Value term = binary("Mul", shifted, tap);
-        sum = (i == 0 && j == 0) ? term : binary("Add", sum, term);
-      }
-    return sum;
+    return planes;
   }
 
   // `into` with the region at `offsets` of `sizes` set to zero (nothing when it is empty).
