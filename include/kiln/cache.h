@@ -66,6 +66,12 @@ struct KILN_EXPORT CacheStats {
   int64_t alias_records = 0;  // of `entries`: they never count against the entry bound
 };
 
+// The counters kiln keeps in a store (CacheStats::counters), under their stable names: "writes",
+// "write_errors", "read_errors", "corrupt" (entries found damaged and removed), "untrusted"
+// (entries another user owns or may write, removed), "evictions".
+enum class StoreCounter { kWrites, kWriteErrors, kReadErrors, kCorrupt, kUntrusted, kEvictions };
+KILN_EXPORT const char* to_string(StoreCounter counter);
+
 class KILN_EXPORT CacheStore {
  public:
   virtual ~CacheStore() = default;
@@ -76,6 +82,9 @@ class KILN_EXPORT CacheStore {
   virtual Status remove(const std::string& key) = 0;
   virtual Result<std::vector<std::string>> keys() = 0;
   virtual void count(const std::string& counter, int64_t delta = 1) = 0;
+  void count(StoreCounter counter, int64_t delta = 1) {
+    count(std::string(to_string(counter)), delta);
+  }
   virtual Result<CacheStats> stats() = 0;
   virtual std::string describe() const = 0;
 };
@@ -107,6 +116,7 @@ class KILN_EXPORT DirectoryStore : public CacheStore {
   Status put(const std::string& key, std::string_view value) override;
   Status remove(const std::string& key) override;
   Result<std::vector<std::string>> keys() override;
+  using CacheStore::count;
   void count(const std::string& counter, int64_t delta = 1) override;
   Result<CacheStats> stats() override;
   std::string describe() const override { return "directory " + options_.directory; }
@@ -145,6 +155,7 @@ class KILN_EXPORT RemoteCacheStore : public CacheStore {
   Status put(const std::string& key, std::string_view value) override;
   Status remove(const std::string& key) override;
   Result<std::vector<std::string>> keys() override;
+  using CacheStore::count;
   void count(const std::string&, int64_t) override {}
   Result<CacheStats> stats() override { return CacheStats{}; }
   std::string describe() const override { return description_; }
@@ -167,6 +178,7 @@ class KILN_EXPORT TieredCacheStore : public CacheStore {
   Status put(const std::string& key, std::string_view value) override;
   Status remove(const std::string& key) override;
   Result<std::vector<std::string>> keys() override { return local_->keys(); }
+  using CacheStore::count;
   void count(const std::string& counter, int64_t delta = 1) override {
     local_->count(counter, delta);
   }

@@ -10,6 +10,24 @@
 #include "kiln/logging.h"
 
 namespace kiln {
+
+const char* to_string(StoreCounter counter) {
+  switch (counter) {
+    case StoreCounter::kWrites:
+      return "writes";
+    case StoreCounter::kWriteErrors:
+      return "write_errors";
+    case StoreCounter::kReadErrors:
+      return "read_errors";
+    case StoreCounter::kCorrupt:
+      return "corrupt";
+    case StoreCounter::kUntrusted:
+      return "untrusted";
+    case StoreCounter::kEvictions:
+      return "evictions";
+  }
+  return "?";
+}
 namespace {
 
 std::string unique_suffix(Env* env) {
@@ -117,7 +135,7 @@ Result<std::optional<std::string>> DirectoryStore::get(const std::string& key) {
     if (trusted.code() == StatusCode::kNotFound) return std::optional<std::string>();
     // Someone else's code under our key: never loaded; removed so the recompile can store ours.
     log::warning("Ignoring cache entry: " + trusted.message());
-    count("untrusted");
+    count(StoreCounter::kUntrusted);
     (void)remove(key);
     return std::optional<std::string>();
   }
@@ -218,7 +236,7 @@ Status DirectoryStore::evict_locked(CacheStats& stats, int64_t byte_goal, int64_
   stats.entries = count;
   stats.alias_records = aliases;
   stats.bytes = total;
-  if (evicted > 0) stats.counters["evictions"] += evicted;
+  if (evicted > 0) stats.counters[to_string(StoreCounter::kEvictions)] += evicted;
   return Status();
 }
 

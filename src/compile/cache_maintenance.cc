@@ -74,7 +74,7 @@ Result<CacheVerification> CompilationCache::verify(bool load) {
                                 : Executable::check_serialized(entry->payload);
     if (status.ok()) continue;
     result.removed.emplace_back(key, status.message());
-    store->count("corrupt");
+    store->count(StoreCounter::kCorrupt);
     (void)store->remove(key);
   }
   return result;

@@ -127,7 +127,7 @@ Result<std::optional<DecodedCacheEntry>> read_entry(
                 std::optional<std::string>(std::move(prefetched->second)))
           : store.get(key.key);
   if (!bytes.ok()) {
-    store.count("read_errors");
+    store.count(StoreCounter::kReadErrors);
     std::string message = "Error reading persistent compilation cache entry for '" + module +
                           "': " + status_code_name(bytes.status().code()) + ": " +
                           bytes.status().message();
@@ -139,7 +139,7 @@ Result<std::optional<DecodedCacheEntry>> read_entry(
   auto decoded = decode_cache_entry(**bytes, key.key);
   if (!decoded.ok()) {
     monitoring::record_event(monitoring::Event::kCacheCorrupt);
-    store.count("corrupt");
+    store.count(StoreCounter::kCorrupt);
     s.counters.add("corrupt");
     log::warning("Persistent compilation cache entry for '" + module + "' with key '" + key.key +
                  "' is corrupt (" + decoded.status().message() + "); recompiling");
@@ -184,7 +184,7 @@ std::shared_ptr<Executable> load_entry(CompilationCache::State& s, const CacheKe
   auto exe = Executable::deserialize(stored.payload);
   if (!exe.ok()) {
     monitoring::record_event(monitoring::Event::kCacheCorrupt);
-    store.count("corrupt");
+    store.count(StoreCounter::kCorrupt);
     s.counters.add("corrupt");
     log::warning("Persistent compilation cache entry for '" + module + "' does not load (" +
                  exe.status().message() + "); recompiling");

@@ -48,14 +48,14 @@ Status write_entry(const Client& client, CacheStore& store, Counters& counters, 
   }
   Status put = store.put(key.key, entry);
   if (!put.ok()) {
-    store.count("write_errors");
+    store.count(StoreCounter::kWriteErrors);
     std::string message = "Error writing persistent compilation cache entry for '" + module +
                           "': " + status_code_name(put.code()) + ": " + put.message();
     if (policy.raise_errors) return Status(put.code(), message);
     log::warning(message);
     return Status();
   }
-  store.count("writes");
+  store.count(StoreCounter::kWrites);
   counters.add("writes");
   monitoring::record_event(monitoring::Event::kCacheWrites);
   if (policy.explain)
