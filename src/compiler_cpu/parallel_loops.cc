@@ -21,10 +21,15 @@
 namespace kiln::cpu {
 namespace {
 
-// Rough cost units (about one scalar operation each). A task must hold at least this much work to
-// pay for its dispatch (a coroutine, a queue round trip: a few microseconds); a loop with less
-// than two tasks' worth stays sequential.
-constexpr int64_t kMinTaskWork = 40000;
+// Rough cost units (about one scalar operation each; a vector operation a quarter of its lanes).
+// A task must hold at least this much work to pay for its dispatch (a coroutine, a queue round
+// trip, the wake-up of a worker: microseconds, and the cache lines of its block moving between
+// cores); a loop with less than two tasks' worth stays sequential. 40k, the first value, split
+// mobilenet_v2's elementwise kernels into 16 tasks each: at T=2 it ran slower than at T=1; 640k
+// measured 6.71 -> 5.95 ms there at T=2, efficientnet_b0 7.24 -> 7.03, resnet18 13.45 -> 13.03
+// (docs/BENCHMARKS.md, session 18); 2.56M was better still for mobilenet_v2 but lost
+// efficientnet_b0's SiLU kernels' parallelism (8.1 ms).
+constexpr int64_t kMinTaskWork = 640000;
 // Trip count assumed for loops whose bounds are only known at run time.
 constexpr int64_t kUnknownTrips = 16;
 
