@@ -92,14 +92,19 @@ void* allocate_large(size_t size) {
 
 }  // namespace
 
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kUnderAddressSanitizer = true;
+#else
+constexpr bool kUnderAddressSanitizer = false;
+#endif
+
 void* allocate_tensor_memory(size_t size, size_t alignment) {
   if (alignment < sizeof(void*)) alignment = sizeof(void*);
   if (size == 0) size = 1;
-    // Mappings are page-aligned, which covers every alignment tensors ask for. Under
-    // AddressSanitizer every block comes from malloc, so overruns hit its red zones.
-#if !defined(__SANITIZE_ADDRESS__)
-  if (size >= kLargeBlock && alignment <= 4096) return allocate_large(size);
-#endif
+  // Mappings are page-aligned, which covers every alignment tensors ask for. Under
+  // AddressSanitizer every block comes from malloc, so overruns hit its red zones.
+  if (!kUnderAddressSanitizer && size >= kLargeBlock && alignment <= 4096)
+    return allocate_large(size);
   void* p = nullptr;
   if (posix_memalign(&p, alignment, size) != 0) return nullptr;
   return p;
