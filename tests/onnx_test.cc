@@ -122,23 +122,31 @@ TEST(OnnxModelsTest, ChannelsLastBlocksMatchPyTorchAtEveryLevelAndThreadCount) {
   expect_matches_pytorch_at_every_level_and_thread_count("channels_last_blocks");
 }
 
+// The program kiln compiles for test model `name` at one stage of its pipeline (the dump file
+// whose name ends in `stage`), from a run of the model with KILN_DUMP_IR_TO; "" (and a failure)
+// when the run fails or dumps no such stage.
+std::string dumped_stage(const std::string& name, const std::string& stage) {
+  TempDir dir;
+  ProcessResult r = kiln_run(dir.file("cache"),
+                             {model(name + "_opset13.onnx"), "--input", model(name + ".input.npy"),
+                              "--no-cache", "--set", "KILN_DUMP_IR_TO=" + dir.file("dump")});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  if (r.exit_code != 0) return "";
+  for (const auto& entry : std::filesystem::directory_iterator(dir.file("dump")))
+    if (entry.path().string().ends_with(stage)) {
+      auto text = read_file(entry.path().string());
+      EXPECT_TRUE(text.ok());
+      return text.ok() ? *text : "";
+    }
+  ADD_FAILURE() << "no dump ends in " << stage;
+  return "";
+}
+
 // Between channels-last layers the feature maps stay channels-last: the program transposes only
 // where a layer needs NCHW (the input into the first product, and the dense convolution's,
 // the concatenation's two inputs), not back and forth around every layer.
 TEST(OnnxModelsTest, ChannelsLastLayersPassFeatureMapsOnWithoutTransposes) {
-  TempDir dir;
-  ProcessResult r =
-      kiln_run(dir.file("cache"), {model("channels_last_blocks_opset13.onnx"), "--input",
-                                   model("channels_last_blocks.input.npy"), "--no-cache", "--set",
-                                   "KILN_DUMP_IR_TO=" + dir.file("dump")});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::string bufferized;
-  for (const auto& entry : std::filesystem::directory_iterator(dir.file("dump")))
-    if (entry.path().string().ends_with("1-bufferized.mlir")) {
-      auto text = read_file(entry.path().string());
-      ASSERT_TRUE(text.ok());
-      bufferized = *text;
-    }
+  std::string bufferized = dumped_stage("channels_last_blocks", "1-bufferized.mlir");
   // The main function only: the weights' one-time re-layout (kiln_prepare) is transposes too.
   size_t main_at = bufferized.find("func.func @main(");
   ASSERT_NE(main_at, std::string::npos) << bufferized.substr(0, 2000);
@@ -161,18 +169,7 @@ TEST(OnnxModelsTest, StridedDepthwiseConvolutionsMatchPyTorchAtEveryLevelAndThre
 // reduction), which would read every other pixel one at a time. A producer's plain arithmetic
 // moves into the copies that build the phase planes.
 TEST(OnnxModelsTest, StridedDepthwiseConvolutionsVectorise) {
-  TempDir dir;
-  ProcessResult r = kiln_run(dir.file("cache"), {model("strided_depthwise_opset13.onnx"), "--input",
-                                                 model("strided_depthwise.input.npy"), "--no-cache",
-                                                 "--set", "KILN_DUMP_IR_TO=" + dir.file("dump")});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::string vectorized;
-  for (const auto& entry : std::filesystem::directory_iterator(dir.file("dump")))
-    if (entry.path().string().ends_with("2-vectorized.mlir")) {
-      auto text = read_file(entry.path().string());
-      ASSERT_TRUE(text.ok());
-      vectorized = *text;
-    }
+  std::string vectorized = dumped_stage("strided_depthwise", "2-vectorized.mlir");
   ASSERT_NE(vectorized.find("func.func @main("), std::string::npos) << vectorized.substr(0, 2000);
   EXPECT_EQ(vectorized.find("\"reduction\""), std::string::npos) << vectorized;
   // The pointwise convolution's bias and ReLU6 are computed by the copies into the phase planes:
