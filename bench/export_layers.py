@@ -1,0 +1,52 @@
+#!/usr/bin/python3
+"""Single layers of mobilenet-like CNNs exported from PyTorch (random weights, seed 0), each with
+its input as .npy and as raw float32 (.bin, for bench/onnx/ort_run.js), to time one kind of kernel
+under kiln and ONNX Runtime apart from the rest of a model:
+
+    /usr/bin/python3 bench/export_layers.py OUT_DIR
+    build/bin/kiln compile OUT_DIR/dw_s2_96_112.onnx -o a.kx      # with each build under test
+    /usr/bin/python3 bench/ab_executables.py OUT_DIR/dw_s2_96_112.npy a.kx b.kx --repeat 301
+    node bench/onnx/ort_run.js OUT_DIR/dw_s2_96_112.onnx OUT_DIR/dw_s2_96_112.bin 1,96,112,112 1 301
+"""
+import os
+import sys
+
+import numpy as np
+import torch
+
+
+def conv_relu6(cin, cout, kernel, stride, groups):
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(cin, cout, kernel, stride, kernel // 2, groups=groups), torch.nn.ReLU6())
+
+
+LAYERS = {
+    # mobilenet_v2's features[2] stride-2 depthwise, and the expand before it.
+    "dw_s2_96_112": (lambda: conv_relu6(96, 96, 3, 2, 96), (1, 96, 112, 112)),
+    "pw_dw_s2": (lambda: torch.nn.Sequential(conv_relu6(16, 96, 1, 1, 1),
+                                             conv_relu6(96, 96, 3, 2, 96)), (1, 16, 112, 112)),
+    "dw_s1_144_56": (lambda: conv_relu6(144, 144, 3, 1, 144), (1, 144, 56, 56)),
+    "dw_s1_32_112": (lambda: conv_relu6(32, 32, 3, 1, 32), (1, 32, 112, 112)),
+    "pw_16_96_112": (lambda: conv_relu6(16, 96, 1, 1, 1), (1, 16, 112, 112)),
+    # Stems: mobilenet_v2's 3x3 and resnet18's 7x7, both stride 2; a 64-channel stride-2 layer.
+    "stem_3_32_224": (lambda: conv_relu6(3, 32, 3, 2, 1), (1, 3, 224, 224)),
+    "stem7": (lambda: conv_relu6(3, 64, 7, 2, 1), (1, 3, 224, 224)),
+    "r_l2": (lambda: conv_relu6(64, 128, 3, 2, 1), (1, 64, 56, 56)),
+}
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    for name, (make, shape) in LAYERS.items():
+        torch.manual_seed(0)
+        model = make().eval()
+        x = torch.randn(*shape)
+        torch.onnx.export(model, x, os.path.join(out, name + ".onnx"), opset_version=17)
+        np.save(os.path.join(out, name + ".npy"), x.numpy())
+        x.numpy().astype(np.float32).tofile(os.path.join(out, name + ".bin"))
+        print("exported", name)
+
+
+if __name__ == "__main__":
+    main()
