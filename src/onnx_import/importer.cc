@@ -1304,7 +1304,7 @@ class Importer {
       // The padding value written on the border only, the input inserted in the middle:
       // bufferisation lets the input's producer write straight into the padded buffer (no copy),
       // and no pass over the whole buffer fills what the input then overwrites.
-      std::string padded = empty(v.elem, shape);
+      out.ssa = empty(v.elem, shape);
       size_t rank = shape.size();
       // Each border cell belongs to the first dimension where it lies outside the input: the
       // dimensions before that one span the input, the ones after it the whole padded extent.
@@ -1319,18 +1319,10 @@ class Importer {
           }
           offsets[k] = high_side ? low[k] + v.shape[k] : 0;
           sizes[k] = width;
-          std::string strip = filled(v.elem, sizes, value);
-          std::string next = fresh();
-          line(next + " = tensor.insert_slice " + strip + " into " + padded + "[" +
-               i64_list(offsets) + "] [" + i64_list(sizes) + "] [" + i64_list(Shape(rank, 1)) +
-               "] : " + tensor_type(v.elem, sizes) + " into " + out.type());
-          padded = next;
+          fill_region(out, offsets, sizes, value);
         }
       }
-      out.ssa = fresh();
-      line(out.ssa + " = tensor.insert_slice " + ssa(v) + " into " + padded + "[" + l + "] [" +
-           i64_list(v.shape) + "] [" + i64_list(Shape(rank, 1)) + "] : " + v.type() + " into " +
-           out.type());
+      insert_region(out, v, low);
       return out;
     }
     std::string c = constant_scalar(v.elem, value);
@@ -3256,10 +3248,10 @@ class Importer {
     return planes;
   }
 
-  // `into` with the region at `offsets` of `sizes` set to zero (nothing when it is empty).
-  void fill_region(Value& into, const Shape& offsets, const Shape& sizes) {
+  // `into` with the region at `offsets` of `sizes` set to `value` (nothing when it is empty).
+  void fill_region(Value& into, const Shape& offsets, const Shape& sizes, double value = 0) {
     if (product(sizes) == 0) return;
-    std::string zeros = filled(into.elem, sizes, 0);
+    std::string zeros = filled(into.elem, sizes, value);
     Value region;
     region.elem = into.elem;
     region.shape = sizes;
