@@ -358,6 +358,15 @@ bool needs_buffer_deallocation(mlir::ModuleOp module) {
 // The name under which kiln's elementwise fusion appears in the pipeline (and is disabled).
 constexpr const char* kElementwiseFusionStep = "linalg-fuse-elementwise-ops";
 
+// Whether a kernel's body does more than plain arithmetic: math functions (exp, log, ...) or
+// division, each far dearer than an add or a multiply.
+bool computes_costly_math(mlir::linalg::GenericOp op) {
+  if (calls_math(op)) return true;
+  for (mlir::Operation& inner : op.getRegion().front())
+    if (mlir::isa<mlir::arith::DivFOp, mlir::arith::RemFOp>(inner)) return true;
+  return false;
+}
+
 // Whether fusing `operand`'s producer into its consumer would compute the producer's math (exp,
 // log, division...) once per consumer element instead of once per producer element: the consumer
 // broadcasts the producer's result. A squeeze-and-excitation gate's 144 sigmoids became 451,584
@@ -367,10 +376,7 @@ bool recomputes_costly_math(mlir::OpOperand* operand) {
   auto consumer = mlir::dyn_cast<mlir::linalg::GenericOp>(operand->getOwner());
   if (!producer || !consumer || consumer.getMatchingIndexingMap(operand).isPermutation())
     return false;
-  if (calls_math(producer)) return true;
-  for (mlir::Operation& inner : producer.getRegion().front())
-    if (mlir::isa<mlir::arith::DivFOp, mlir::arith::RemFOp>(inner)) return true;
-  return false;
+  return computes_costly_math(producer);
 }
 
 // A copy kernel (its body yields its one input) that reads its input through a map other than a
@@ -398,9 +404,8 @@ void clone_into_gathering_copies(mlir::ModuleOp module) {
         producer->getNumResults() != 1 || producer->getResult(0).hasOneUse() ||
         producer->getResult(0).use_empty())
       return;
-    if (!producer.getIndexingMapsArray().back().isIdentity() || calls_math(producer)) return;
-    for (mlir::Operation& inner : producer.getRegion().front())
-      if (mlir::isa<mlir::arith::DivFOp, mlir::arith::RemFOp>(inner)) return;
+    if (!producer.getIndexingMapsArray().back().isIdentity() || computes_costly_math(producer))
+      return;
     for (mlir::OpOperand& use : producer->getResult(0).getUses())
       if (!is_gathering_copy(use.getOwner(), &use)) return;
     shared.push_back(producer);
