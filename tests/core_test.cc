@@ -52,6 +52,19 @@ TEST(BufferTest, AllocationFailuresAreErrorsNamingTheSize) {
   EXPECT_FALSE(Buffer::allocate(DType::kF32, {4, kDynamicDim}).ok());
 }
 
+// Shapes from files and models are untrusted: counting their elements never overflows.
+TEST(BufferTest, ElementCountsOfEmptyAndHugeShapes) {
+  EXPECT_EQ(element_count({}), 1);
+  EXPECT_EQ(element_count({3, 0, 5}), 0);
+  EXPECT_EQ(element_count({int64_t{1} << 40, int64_t{1} << 40, 0}), 0);
+  EXPECT_EQ(element_count({int64_t{1} << 40, int64_t{1} << 40}), INT64_MAX);
+
+  Result<Buffer> empty = Buffer::allocate(DType::kF32, {7, 0});
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->element_count(), 0);
+  EXPECT_EQ(empty->byte_size(), 0u);
+}
+
 TEST(NpyTest, RoundTripsEveryDtype) {
   TempDir dir;
   for (DType d :
@@ -120,6 +133,10 @@ TEST(NpyTest, MalformedOrHostileHeadersAreClearErrorsBeforeAnyAllocation) {
       {"{'descr': '<f4', 'fortran_order': False, 'shape': (1048576, 1048576)}", "",
        "needs 4398046511104"},
       {"{'descr': '<f4', 'fortran_order': False, 'shape': (-4,)}", "", "not a non-negative"},
+      // Empty (a zero dimension) but with more elements than int64 counts before the zero: found
+      // by fuzz_npy as a signed overflow in element_count.
+      {"{'descr': '|i1', 'fortran_order': False, 'shape': (1007370955161, 25, 404000, 0)}", "",
+       "more than 2^63 elements"},
       {"{'descr': '<f4', 'fortran_order': False, 'shape': (4)}", std::string(16, '\0'),
        "1-tuple without its comma"},
       {"{'descr': '<f4', 'fortran_order': False, 'shape': (4,), 'extra': 1}", "",

@@ -2,6 +2,7 @@
 
 #include <sys/sysinfo.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -83,8 +84,13 @@ std::string TensorType::to_string() const {
 }
 
 int64_t element_count(const std::vector<int64_t>& shape) {
+  // A zero anywhere makes the tensor empty, however large the other dimensions are; a count past
+  // int64 saturates instead of wrapping (dense_byte_size rejects such shapes).
+  for (int64_t d : shape)
+    if (d == 0) return 0;
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(n, d, &n)) return INT64_MAX;
   return n;
 }
 
@@ -107,6 +113,13 @@ Result<size_t> dense_byte_size(DType dtype, const std::vector<int64_t>& shape) {
       return resource_exhausted("tensor<" + shape_to_string(shape) + " x " + dtype_name(dtype) +
                                 "> needs more than 2^64 bytes");
   }
+  // Element indices are int64: a shape whose non-zero dimensions multiply past that is refused even
+  // when a zero dimension makes it empty.
+  int64_t elements = 1;
+  for (int64_t d : shape)
+    if (d != 0 && __builtin_mul_overflow(elements, d, &elements))
+      return resource_exhausted("tensor<" + shape_to_string(shape) + " x " + dtype_name(dtype) +
+                                "> has more than 2^63 elements");
   return bytes;
 }
 

@@ -191,11 +191,11 @@ Result<Buffer> parse_npy(const std::string& bytes, const std::string& name) {
   // The size the shape declares must be what the file holds, checked before allocating.
   size_t data_bytes = bytes.size() - header_start - header_len;
   Result<size_t> needed = dense_byte_size(dtype, shape);
-  if (!needed.ok() || *needed != data_bytes) {
-    return invalid_argument(
-        name + ": .npy data holds " + std::to_string(data_bytes) + " bytes, shape " +
-        shape_to_string(shape) + " of " + dtype_name(dtype) + " needs " +
-        (needed.ok() ? std::to_string(*needed) : std::string("more than 2^64")));
+  if (!needed.ok()) return invalid_argument(name + ": " + needed.status().message());
+  if (*needed != data_bytes) {
+    return invalid_argument(name + ": .npy data holds " + std::to_string(data_bytes) +
+                            " bytes, shape " + shape_to_string(shape) + " of " + dtype_name(dtype) +
+                            " needs " + std::to_string(*needed));
   }
   Result<Buffer> allocated = Buffer::allocate(dtype, shape);
   if (!allocated.ok())
