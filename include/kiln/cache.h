@@ -220,7 +220,7 @@ struct KILN_EXPORT BundleImport {
 KILN_EXPORT Result<BundleImport> import_cache_bundle(CacheStore& store, std::string_view bundle,
                                                      const std::string& secret = "");
 
-// The default directory: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln.
+// The platform's default directory: $XDG_CACHE_HOME/kiln, else ~/.cache/kiln.
 KILN_EXPORT std::string default_cache_directory();
 // The directory in use: the KILN_CACHE_DIR flag (set from code or the command line), else the
 // default.

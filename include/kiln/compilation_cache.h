@@ -38,7 +38,7 @@ using CompileErrorHandler = std::function<std::optional<Status>(const Status&)>;
 // Each field names the flag the process default takes it from.
 struct KILN_EXPORT CompilationCacheOptions {
   bool enabled = true;          // KILN_ENABLE_COMPILATION_CACHE: false compiles every time
-  std::string directory;        // KILN_CACHE_DIR ("": default_cache_directory())
+  std::string directory;        // "": cache_directory() (the KILN_CACHE_DIR flag, else the default)
   int64_t max_size_bytes = -1;  // KILN_COMPILATION_CACHE_MAX_SIZE (-1 unbounded, 0 stores none)
   int64_t max_entries = -1;     // KILN_COMPILATION_CACHE_MAX_ENTRIES
   double min_compile_time_secs = 0;         // KILN_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS

@@ -55,8 +55,11 @@ Result<std::string> export_cache_bundle(CacheStore& store, const std::string& se
   return out;
 }
 
-Result<BundleImport> import_cache_bundle(CacheStore& store, std::string_view bundle,
-                                         const std::string& secret) {
+namespace {
+
+// Checks the magic and, for a signed bundle, its tag against `secret`; returns the bundle without
+// the tag and says whether it was signed.
+Result<bool> check_bundle_signature(std::string_view& bundle, const std::string& secret) {
   if (bundle.size() < sizeof(kBundleMagic) + 8)
     return invalid_argument(
         "not a kiln cache bundle (too short); make one with `kiln cache export`");
@@ -64,42 +67,46 @@ Result<BundleImport> import_cache_bundle(CacheStore& store, std::string_view bun
   if (!is_signed && std::memcmp(bundle.data(), kBundleMagic, sizeof(kBundleMagic)) != 0)
     return invalid_argument(
         "not a kiln cache bundle (bad magic); make one with `kiln cache export`");
-  if (is_signed) {
-    if (bundle.size() < sizeof(kBundleMagic) + 8 + kHmacTagSize)
-      return corruption("the cache bundle is truncated");
-    std::string_view tag = bundle.substr(bundle.size() - kHmacTagSize);
-    bundle = bundle.substr(0, bundle.size() - kHmacTagSize);
-    if (secret.empty())
-      return permission_denied(
-          "the cache bundle is signed, but no secret is set to check it; set "
-          "KILN_REMOTE_CACHE_SECRET to the secret it was exported with");
-    if (!same_tag(tag, hmac_tag(secret, kBundleTagContext, bundle)))
-      return permission_denied(
-          "the cache bundle's signature does not verify (tampered, or signed with another "
-          "secret); it was not imported");
-  } else if (!secret.empty()) {
+  if (!is_signed) {
+    if (secret.empty()) return false;
     return permission_denied(
         "the cache bundle is not signed, and KILN_REMOTE_CACHE_SECRET is set, so only signed "
         "bundles are imported; export it again with the secret set");
   }
+  if (bundle.size() < sizeof(kBundleMagic) + 8 + kHmacTagSize)
+    return corruption("the cache bundle is truncated");
+  std::string_view tag = bundle.substr(bundle.size() - kHmacTagSize);
+  bundle = bundle.substr(0, bundle.size() - kHmacTagSize);
+  if (secret.empty())
+    return permission_denied(
+        "the cache bundle is signed, but no secret is set to check it; set "
+        "KILN_REMOTE_CACHE_SECRET to the secret it was exported with");
+  if (!same_tag(tag, hmac_tag(secret, kBundleTagContext, bundle)))
+    return permission_denied(
+        "the cache bundle's signature does not verify (tampered, or signed with another "
+        "secret); it was not imported");
+  return true;
+}
+
+struct BundleRecord {
+  std::string key;
+  std::string_view value;
+};
+
+// Every record of a checksummed bundle body, checked before any is written (a damaged bundle
+// imports nothing); entries that do not decode under their key are counted in `skipped`.
+Result<std::vector<BundleRecord>> read_bundle_records(std::string_view bundle, int& skipped) {
   size_t end = bundle.size() - 8;
   uint64_t checksum = 0;
   size_t checksum_pos = end;
   read_u64(bundle, checksum_pos, checksum);
   if (xxh3_64(bundle.substr(0, end)) != checksum)
     return corruption("the cache bundle is damaged (checksum mismatch)");
-
-  // Check every record before writing any: a damaged bundle imports nothing.
-  struct Record {
-    std::string key;
-    std::string_view value;
-  };
-  std::vector<Record> records;
-  BundleImport result;
+  std::vector<BundleRecord> records;
   size_t pos = sizeof(kBundleMagic);
   std::string_view body = bundle.substr(0, end);
   while (pos < end) {
-    if (records.size() + result.skipped >= kMaxBundleRecords)
+    if (records.size() + static_cast<size_t>(skipped) >= kMaxBundleRecords)
       return resource_exhausted("the cache bundle has more than " +
                                 std::to_string(kMaxBundleRecords) + " records; not imported");
     uint64_t key_size = 0, value_size = 0;
@@ -113,12 +120,23 @@ Result<BundleImport> import_cache_bundle(CacheStore& store, std::string_view bun
     pos += value_size;
     // Each entry must decode in full under the key it is filed under.
     if (AliasRecord::is_alias_key(key) || !decode_cache_entry(value, key).ok()) {
-      ++result.skipped;
+      ++skipped;
       continue;
     }
     records.push_back({std::move(key), value});
   }
-  for (const Record& r : records) {
+  return records;
+}
+
+}  // namespace
+
+Result<BundleImport> import_cache_bundle(CacheStore& store, std::string_view bundle,
+                                         const std::string& secret) {
+  KILN_ASSIGN_OR_RETURN(bool is_signed, check_bundle_signature(bundle, secret));
+  BundleImport result;
+  KILN_ASSIGN_OR_RETURN(std::vector<BundleRecord> records,
+                        read_bundle_records(bundle, result.skipped));
+  for (const BundleRecord& r : records) {
     KILN_RETURN_IF_ERROR(store.put(r.key, r.value));
     ++result.imported;
   }

@@ -54,7 +54,7 @@ std::string cache_directory() {
 }
 
 std::string default_cache_directory() {
-  if (auto dir = std::getenv("KILN_CACHE_DIR"); dir && *dir) return dir;
+  // The platform's places only: KILN_CACHE_DIR is a flag, read through the registry.
   if (auto xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/kiln";
   if (auto home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/kiln";
   return "/tmp/kiln-cache";

@@ -269,9 +269,9 @@ Result<std::shared_ptr<CompilationCache>> cache_parts::open_with_handlers(
   state->handlers = std::move(handlers);
   state->memory = MemoryTier(options.memory_capacity);
   if (options.enabled) {
-    DirectoryStoreOptions local{
-        options.directory.empty() ? default_cache_directory() : options.directory,
-        options.max_size_bytes, options.max_entries, options.env, options.trust_shared_directory};
+    DirectoryStoreOptions local{options.directory.empty() ? cache_directory() : options.directory,
+                                options.max_size_bytes, options.max_entries, options.env,
+                                options.trust_shared_directory};
     KILN_ASSIGN_OR_RETURN(state->local, DirectoryStore::open(local));
     if (!options.remote_url.empty()) {
       KILN_ASSIGN_OR_RETURN(RedisAddress address, parse_redis_url(options.remote_url));
@@ -322,6 +322,50 @@ Result<CacheKey> CompilationCache::compute_key(const Client& client, const Modul
                                   state_->key_policy(), state_->store());
 }
 
+namespace {
+
+// A profile that cannot be used is refused here, loudly, and the plain build is made: it must never
+// be stored under the PGLE key.
+void drop_unusable_profile(const ModuleSource& source, CompileOptions& options,
+                           CompileReport& report) {
+  if (options.fdo_profile.empty()) return;
+  auto profile = decode_fdo_profile(options.fdo_profile);
+  if (profile.ok()) return;
+  log::warning("the FDO profile given for " + source.name + " cannot be used: " +
+               profile.status().message() + "; compiling the plain build without it");
+  options.fdo_profile.clear();
+  options.pgle_build = PgleBuild::kPlain;
+  report.pgle = PgleStage::kProfileRejected;
+}
+
+// One compile per key: waits for a compile of `key` in flight, then answers from the memory tier,
+// or claims the key (released when `claim` goes) and says whether to check the stored contents.
+std::shared_ptr<Executable> claim_or_get_from_memory(CompilationCache::State& s,
+                                                     const ModuleSource& source,
+                                                     const CacheKey& key, CompileReport& report,
+                                                     std::unique_ptr<InFlight>& claim,
+                                                     bool& check_contents) {
+  std::unique_lock<std::mutex> lock(s.mutex);
+  s.in_flight_done.wait(lock, [&] { return s.in_flight.count(key.key) == 0; });
+  if (auto exe = s.memory.get(key.key)) {
+    lock.unlock();
+    dump_input_on_hit(source, key);
+    report.cache = CacheOutcome::kHit;
+    report.from_memory = true;
+    s.counters.add("requests");
+    s.counters.add("hits");
+    s.counters.add("memory_hits");
+    return exe;
+  }
+  s.in_flight.insert(key.key);
+  check_contents = s.options.check_contents && s.verified_keys.insert(key.key).second;
+  lock.unlock();
+  claim.reset(new InFlight{s, key.key});
+  return nullptr;
+}
+
+}  // namespace
+
 Result<std::shared_ptr<Executable>> CompilationCache::compile_or_get_cached(
     const Client& client, const ModuleSource& source, const CompileOptions& raw_options,
     CompileReport* report_out, PgleProfiler* profiler) {
@@ -331,17 +375,7 @@ Result<std::shared_ptr<Executable>> CompilationCache::compile_or_get_cached(
   report = CompileReport();
   KILN_RETURN_IF_ERROR(check_options(raw_options));
   CompileOptions options = resolve_compile_options(raw_options);
-  // A profile that cannot be used is refused here, loudly, and the plain build is made: it must
-  // never be stored under the PGLE key.
-  if (!options.fdo_profile.empty()) {
-    if (auto profile = decode_fdo_profile(options.fdo_profile); !profile.ok()) {
-      log::warning("the FDO profile given for " + source.name + " cannot be used: " +
-                   profile.status().message() + "; compiling the plain build without it");
-      options.fdo_profile.clear();
-      options.pgle_build = PgleBuild::kPlain;
-      report.pgle = PgleStage::kProfileRejected;
-    }
-  }
+  drop_unusable_profile(source, options, report);
   if (s.store() == nullptr) {
     s.task_event(monitoring::Event::kTaskDisabledCache);
     KILN_RETURN_IF_ERROR(cache_parts::prepare_uncached_pgle(
@@ -367,23 +401,10 @@ Result<std::shared_ptr<Executable>> CompilationCache::compile_or_get_cached(
   report.key = key.key;
   report.module_name = key.module_name;
 
-  // One compile per key; the memory tier answers repeats.
-  std::unique_lock<std::mutex> lock(s.mutex);
-  s.in_flight_done.wait(lock, [&] { return s.in_flight.count(key.key) == 0; });
-  if (auto exe = s.memory.get(key.key)) {
-    lock.unlock();
-    dump_input_on_hit(source, key);
-    report.cache = CacheOutcome::kHit;
-    report.from_memory = true;
-    s.counters.add("requests");
-    s.counters.add("hits");
-    s.counters.add("memory_hits");
+  std::unique_ptr<InFlight> claim;
+  bool check_contents = false;
+  if (auto exe = claim_or_get_from_memory(s, source, key, report, claim, check_contents))
     return exe;
-  }
-  s.in_flight.insert(key.key);
-  bool check_contents = s.options.check_contents && s.verified_keys.insert(key.key).second;
-  lock.unlock();
-  InFlight release{s, key.key};
   s.counters.add("requests");
   s.task_event(monitoring::Event::kTasksUsingCache);
   monitoring::record_event(monitoring::Event::kCompileRequestsUseCache);

@@ -6,6 +6,29 @@
 
 namespace kiln::cache_parts {
 
+namespace {
+
+// Case 2 of choose_key: every process of a job compiles the optimised build with the same (the
+// leader's) profile.
+Status use_jobs_profile(const CompilationCacheOptions& o, const KeyFunction& key_of,
+                        const Client& client, const CompileOptions& options, KeyChoice& choice,
+                        CompileReport& report) {
+  CompileOptions no_profile = options;
+  no_profile.fdo_profile.clear();
+  auto empty_key = key_of(no_profile);
+  if (empty_key.ok()) {
+    KILN_ASSIGN_OR_RETURN(choice.options.fdo_profile,
+                          sync_profile(client, options, *empty_key,
+                                       std::move(choice.options.fdo_profile), o.share_timeout_ms));
+  }
+  report.pgle = PgleStage::kOptimised;
+  report.profile_digest = sha256_hex(choice.options.fdo_profile);
+  choice.options.pgle_build = PgleBuild::kOptimized;
+  return Status();
+}
+
+}  // namespace
+
 Result<KeyChoice> choose_key(const CompilationCacheOptions& o, const KeyFunction& key_of,
                              CacheStore* store, const Client& client, CompileOptions options,
                              CompileReport& report, PgleProfiler* profiler) {
@@ -61,18 +84,7 @@ Result<KeyChoice> choose_key(const CompilationCacheOptions& o, const KeyFunction
     choice.options = first_pass;
     return choice;
   }
-  // Case 2: every process of a job compiles with the same (the leader's) profile.
-  CompileOptions no_profile = options;
-  no_profile.fdo_profile.clear();
-  auto empty_key = key_of(no_profile);
-  if (empty_key.ok()) {
-    KILN_ASSIGN_OR_RETURN(choice.options.fdo_profile,
-                          sync_profile(client, options, *empty_key,
-                                       std::move(choice.options.fdo_profile), o.share_timeout_ms));
-  }
-  report.pgle = PgleStage::kOptimised;
-  report.profile_digest = sha256_hex(choice.options.fdo_profile);
-  choice.options.pgle_build = PgleBuild::kOptimized;
+  KILN_RETURN_IF_ERROR(use_jobs_profile(o, key_of, client, options, choice, report));
   choice.key = pgle_key;
   return choice;
 }

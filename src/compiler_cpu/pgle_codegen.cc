@@ -132,15 +132,11 @@ mlir::func::FuncOp declare(mlir::ModuleOp module, const char* name, mlir::Functi
   return func;
 }
 
-}  // namespace
-
-std::vector<KernelInfo> instrument_kernels(mlir::ModuleOp module, const PglePlan& plan,
-                                           std::vector<int64_t>* cold_kernels) {
-  mlir::MLIRContext* ctx = module.getContext();
-  mlir::Type i64 = mlir::IntegerType::get(ctx, 64);
+// The kernels of the module's public functions, in order, each with its fingerprint: the
+// function, the op's structure, and how many identical kernels came before it.
+std::vector<KernelInfo> find_kernels(mlir::ModuleOp module, const PglePlan& plan,
+                                     std::vector<mlir::Operation*>& ops) {
   std::vector<KernelInfo> kernels;
-  std::vector<mlir::Operation*> ops;
-  std::vector<mlir::func::FuncOp> owners;
   std::map<uint64_t, int> occurrences;
   for (auto func : module.getOps<mlir::func::FuncOp>()) {
     if (func.isExternal() || func.isPrivate()) continue;
@@ -157,41 +153,78 @@ std::vector<KernelInfo> instrument_kernels(mlir::ModuleOp module, const PglePlan
           info.candidate_names.push_back(candidates()[c].name);
       kernels.push_back(std::move(info));
       ops.push_back(&op);
-      owners.push_back(func);
     }
   }
-  if (kernels.empty()) return kernels;
+  return kernels;
+}
 
-  // With a profile: the fastest measured candidate per contraction, and the cold set (the
-  // cheapest kernels whose costs together stay under the cold share).
+// With a profile: the fastest measured candidate per contraction (`chosen`), and the cold set (the
+// cheapest kernels whose costs together stay under the cold share).
+void choose_from_profile(const PglePlan& plan, const std::vector<KernelInfo>& kernels,
+                         const std::vector<mlir::Operation*>& ops, std::vector<int>& chosen,
+                         std::vector<bool>& cold) {
+  const FdoProfile& profile = *plan.profile;
+  std::vector<std::pair<int64_t, size_t>> by_cost;
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    const KernelProfile* measured = profile.find(kernels[k].fingerprint);
+    if (measured == nullptr) continue;
+    if (is_tunable_contraction(ops[k]) && measured->best_candidate() >= 0 &&
+        measured->best_candidate() < int(kProfiledCandidates))
+      chosen[k] = measured->best_candidate();
+    by_cost.emplace_back(measured->best_ns(), k);
+  }
+  std::sort(by_cost.begin(), by_cost.end());
+  // The costliest kernel stays out of the total the budget is a share of: one kernel stalled in a
+  // profiling run must not make others look negligible.
+  double total =
+      double(profile.total_ns()) - (by_cost.empty() ? 0.0 : double(by_cost.back().first));
+  double budget = total * plan.cold_share_percent / 100.0;
+  double spent = 0;
+  // Low effort loses vectorisation: a kernel with real work runs many times slower, so only
+  // kernels whose absolute cost is tiny qualify, however small their share.
+  for (const auto& [ns, k] : by_cost) {
+    if (ns > plan.cold_max_ns || spent + double(ns) > budget) break;
+    spent += double(ns);
+    cold[k] = true;
+  }
+}
+
+// One copy of `op` per candidate under an scf.index_switch on `selector` (the runtime's answer to
+// the begin call); returns the switch, which replaces `op`.
+mlir::Operation* dispatch_candidates(mlir::OpBuilder& b, mlir::Operation* op, mlir::Value selector,
+                                     int count) {
+  mlir::Location loc = op->getLoc();
+  mlir::Value index = mlir::arith::IndexCastOp::create(b, loc, b.getIndexType(), selector);
+  std::vector<int64_t> cases;
+  for (int c = 0; c + 1 < count; ++c) cases.push_back(c);
+  auto dispatch = mlir::scf::IndexSwitchOp::create(b, loc, op->getResultTypes(), index, cases,
+                                                   static_cast<unsigned>(cases.size()));
+  for (int c = 0; c < count; ++c) {
+    mlir::Region& region =
+        c + 1 < count ? dispatch.getCaseRegions()[c] : dispatch.getDefaultRegion();
+    mlir::Block* block = b.createBlock(&region);
+    b.setInsertionPointToStart(block);
+    mlir::Operation* copy = b.clone(*op);
+    copy->setAttr(kCandidateAttr, b.getI64IntegerAttr(c));
+    mlir::scf::YieldOp::create(b, loc, copy->getResults());
+  }
+  op->replaceAllUsesWith(dispatch->getResults());
+  op->erase();
+  return dispatch;
+}
+
+}  // namespace
+
+std::vector<KernelInfo> instrument_kernels(mlir::ModuleOp module, const PglePlan& plan,
+                                           std::vector<int64_t>* cold_kernels) {
+  mlir::MLIRContext* ctx = module.getContext();
+  mlir::Type i64 = mlir::IntegerType::get(ctx, 64);
+  std::vector<mlir::Operation*> ops;
+  std::vector<KernelInfo> kernels = find_kernels(module, plan, ops);
+  if (kernels.empty()) return kernels;
   std::vector<int> chosen(kernels.size(), 0);
   std::vector<bool> cold(kernels.size(), false);
-  if (plan.profile) {
-    const FdoProfile& profile = *plan.profile;
-    std::vector<std::pair<int64_t, size_t>> by_cost;
-    for (size_t k = 0; k < kernels.size(); ++k) {
-      const KernelProfile* measured = profile.find(kernels[k].fingerprint);
-      if (measured == nullptr) continue;
-      if (is_tunable_contraction(ops[k]) && measured->best_candidate() >= 0 &&
-          measured->best_candidate() < int(kProfiledCandidates))
-        chosen[k] = measured->best_candidate();
-      by_cost.emplace_back(measured->best_ns(), k);
-    }
-    std::sort(by_cost.begin(), by_cost.end());
-    // The costliest kernel stays out of the total the budget is a share of: one kernel stalled
-    // in a profiling run must not make others look negligible.
-    double total =
-        double(profile.total_ns()) - (by_cost.empty() ? 0.0 : double(by_cost.back().first));
-    double budget = total * plan.cold_share_percent / 100.0;
-    double spent = 0;
-    // Low effort loses vectorisation: a kernel with real work runs many times slower, so only
-    // kernels whose absolute cost is tiny qualify, however small their share.
-    for (const auto& [ns, k] : by_cost) {
-      if (ns > plan.cold_max_ns || spent + double(ns) > budget) break;
-      spent += double(ns);
-      cold[k] = true;
-    }
-  }
+  if (plan.profile) choose_from_profile(plan, kernels, ops, chosen, cold);
 
   auto begin_fn = declare(module, kBeginFunction, mlir::FunctionType::get(ctx, {i64}, {i64}));
   auto end_fn = declare(module, kEndFunction, mlir::FunctionType::get(ctx, {i64}, {}));
@@ -202,30 +235,10 @@ std::vector<KernelInfo> instrument_kernels(mlir::ModuleOp module, const PglePlan
     mlir::Value id = mlir::arith::ConstantIntOp::create(b, loc, static_cast<int64_t>(k), 64);
     auto begin = mlir::func::CallOp::create(b, loc, begin_fn, mlir::ValueRange{id});
     mlir::Operation* last = op;
-    int count = kernels[k].candidates();
-    if (count > 1) {
-      // One copy per candidate; the runtime's answer to the begin call picks the copy that runs.
-      mlir::Value index =
-          mlir::arith::IndexCastOp::create(b, loc, b.getIndexType(), begin.getResult(0));
-      std::vector<int64_t> cases;
-      for (int c = 0; c + 1 < count; ++c) cases.push_back(c);
-      auto dispatch = mlir::scf::IndexSwitchOp::create(b, loc, op->getResultTypes(), index, cases,
-                                                       static_cast<unsigned>(cases.size()));
-      for (int c = 0; c < count; ++c) {
-        mlir::Region& region =
-            c + 1 < count ? dispatch.getCaseRegions()[c] : dispatch.getDefaultRegion();
-        mlir::Block* block = b.createBlock(&region);
-        b.setInsertionPointToStart(block);
-        mlir::Operation* copy = b.clone(*op);
-        copy->setAttr(kCandidateAttr, b.getI64IntegerAttr(c));
-        mlir::scf::YieldOp::create(b, loc, copy->getResults());
-      }
-      op->replaceAllUsesWith(dispatch->getResults());
-      op->erase();
-      last = dispatch;
-    } else if (is_tunable_contraction(op)) {
+    if (int count = kernels[k].candidates(); count > 1)
+      last = dispatch_candidates(b, op, begin.getResult(0), count);
+    else if (is_tunable_contraction(op))
       op->setAttr(kCandidateAttr, b.getI64IntegerAttr(cold[k] ? kColdCandidate : chosen[k]));
-    }
     b.setInsertionPointAfter(last);
     mlir::func::CallOp::create(b, loc, end_fn, mlir::ValueRange{id});
     if (cold[k] && cold_kernels) cold_kernels->push_back(static_cast<int64_t>(k));

@@ -86,48 +86,48 @@ void set_profile_version_hook(ProfileVersionHook h) {
   hook() = std::move(h);
 }
 
-Result<CompileOptions> get_compile_options(
-    int num_replicas, int num_partitions, const std::vector<std::vector<int>>& device_assignment,
-    const std::vector<std::pair<std::string, std::string>>& env_option_overrides,
-    std::string fdo_profile, int64_t module_op_count) {
-  CompileOptions o;
-  o.num_replicas = num_replicas;
-  o.num_partitions = num_partitions;
+namespace {
+
+Status check_device_assignment(int num_replicas, int num_partitions,
+                               const std::vector<std::vector<int>>& device_assignment) {
   if (num_replicas < 1 || num_partitions < 1)
     return invalid_argument("num_replicas (" + std::to_string(num_replicas) +
                             ") and num_partitions (" + std::to_string(num_partitions) +
                             ") must be at least 1");
-  if (!device_assignment.empty()) {
-    bool rows_ok = static_cast<int>(device_assignment.size()) == num_replicas;
-    for (const auto& row : device_assignment)
-      rows_ok = rows_ok && static_cast<int>(row.size()) == num_partitions;
-    if (!rows_ok) {
-      std::string shape = std::to_string(device_assignment.size()) + "x" +
-                          std::to_string(device_assignment[0].size());
-      return invalid_argument("device_assignment has shape " + shape + ", but num_replicas is " +
-                              std::to_string(num_replicas) + " and num_partitions is " +
-                              std::to_string(num_partitions));
-    }
-    o.device_assignment = device_assignment;
+  if (device_assignment.empty()) return Status();
+  bool rows_ok = static_cast<int>(device_assignment.size()) == num_replicas;
+  for (const auto& row : device_assignment)
+    rows_ok = rows_ok && static_cast<int>(row.size()) == num_partitions;
+  if (rows_ok) return Status();
+  std::string shape =
+      std::to_string(device_assignment.size()) + "x" + std::to_string(device_assignment[0].size());
+  return invalid_argument("device_assignment has shape " + shape + ", but num_replicas is " +
+                          std::to_string(num_replicas) + " and num_partitions is " +
+                          std::to_string(num_partitions));
+}
+
+// A comma-separated list of pass names, trimmed, each added once.
+void add_disabled_passes(CompileOptions& o, const std::string& list) {
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    std::string p = trim(list.substr(start, comma == std::string::npos ? comma : comma - start));
+    if (!p.empty() &&
+        std::find(o.disabled_passes.begin(), o.disabled_passes.end(), p) == o.disabled_passes.end())
+      o.disabled_passes.push_back(p);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
   }
-  auto add_passes = [&o](const std::string& list) {
-    size_t start = 0;
-    while (start <= list.size()) {
-      size_t comma = list.find(',', start);
-      std::string p = trim(list.substr(start, comma == std::string::npos ? comma : comma - start));
-      if (!p.empty() && std::find(o.disabled_passes.begin(), o.disabled_passes.end(), p) ==
-                            o.disabled_passes.end())
-        o.disabled_passes.push_back(p);
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-  };
-  for (const auto& [name, value] : env_option_overrides) {
+}
+
+Status apply_overrides(CompileOptions& o,
+                       const std::vector<std::pair<std::string, std::string>>& overrides) {
+  for (const auto& [name, value] : overrides) {
     if (name == "optimization_level" || name == "memory_fitting_level") {
       KILN_ASSIGN_OR_RETURN(EffortLevel level, parse_effort_level(value));
       (name == "optimization_level" ? o.optimization_level : o.memory_fitting_level) = level;
     } else if (name == "disabled_passes") {
-      add_passes(value);  // comma separated, trimmed, no duplicates
+      add_disabled_passes(o, value);
     } else {
       // As XLA does: a name the compiler does not know would change the key and nothing else.
       return invalid_argument("No such compile option: '" + name +
@@ -135,27 +135,40 @@ Result<CompileOptions> get_compile_options(
                               "memory_fitting_level, disabled_passes)");
     }
   }
+  return Status();
+}
+
+// The seed's precedence: a positive flag; else the hook's version, where it gives one other than 0
+// (0 is an error of the hook's); else "none, do not retrieve".
+int64_t resolve_profile_version() {
+  int64_t flag_version = config::get_int("KILN_PROFILE_VERSION");
+  if (flag_version > 0) return flag_version;
+  std::lock_guard<std::mutex> lock(hook_mutex());
+  int64_t hooked = hook() ? hook()() : kNoProfileDontRetrieve;
+  if (hooked != 0) return hooked;
+  log::error("the profile version hook returned 0; this should not happen (using " +
+             std::to_string(kNoProfileDontRetrieve) + ")");
+  return kNoProfileDontRetrieve;
+}
+
+}  // namespace
+
+Result<CompileOptions> get_compile_options(
+    int num_replicas, int num_partitions, const std::vector<std::vector<int>>& device_assignment,
+    const std::vector<std::pair<std::string, std::string>>& env_option_overrides,
+    std::string fdo_profile, int64_t module_op_count) {
+  KILN_RETURN_IF_ERROR(check_device_assignment(num_replicas, num_partitions, device_assignment));
+  CompileOptions o;
+  o.num_replicas = num_replicas;
+  o.num_partitions = num_partitions;
+  o.device_assignment = device_assignment;
+  KILN_RETURN_IF_ERROR(apply_overrides(o, env_option_overrides));
   if (config::get_bool("KILN_DISABLE_MOST_OPTIMIZATIONS")) o.optimization_level = EffortLevel::kO0;
   auto remat = config::get_string("KILN_COMPILER_ENABLE_REMAT_PASS");
   if (remat.ok() && !remat->empty() && !config::get_bool("KILN_COMPILER_ENABLE_REMAT_PASS"))
-    add_passes(kRematPass);  // added to, never replacing, the caller's list
+    add_disabled_passes(o, kRematPass);  // added to, never replacing, the caller's list
   o.fdo_profile = std::move(fdo_profile);
-  // The seed's precedence: a positive flag; else the hook's version, where it gives one other
-  // than 0 (0 is an error of the hook's); else "none, do not retrieve".
-  int64_t flag_version = config::get_int("KILN_PROFILE_VERSION");
-  o.profile_version = kNoProfileDontRetrieve;
-  if (flag_version > 0) {
-    o.profile_version = flag_version;
-  } else {
-    std::lock_guard<std::mutex> lock(hook_mutex());
-    int64_t hooked = hook() ? hook()() : kNoProfileDontRetrieve;
-    if (hooked != 0) {
-      o.profile_version = hooked;
-    } else {
-      log::error("the profile version hook returned 0; this should not happen (using " +
-                 std::to_string(kNoProfileDontRetrieve) + ")");
-    }
-  }
+  o.profile_version = resolve_profile_version();
   o.detailed_logging = module_op_count >= config::get_int("KILN_COMPILER_DETAILED_LOGGING_MIN_OPS");
   return o;
 }

@@ -217,6 +217,47 @@ Result<std::string> unsupported_onnx_nodes(const OnnxModel& model) {
   return import_in_child(import, request);
 }
 
+namespace {
+
+// main's arguments after the run-time inputs: the model's weights (a weight main does not read is
+// an empty placeholder there, and only prepare sees its values), then what prepare computes.
+Result<std::vector<Buffer>> bound_arguments(const Executable& executable, const OnnxModel& model,
+                                            const EntryPoint& entry, size_t runtime_inputs,
+                                            const EntryPoint* prepare) {
+  std::vector<Buffer> arguments;
+  std::vector<Buffer> weights;
+  for (size_t k = 0; k < model.weights().size(); ++k) {
+    KILN_ASSIGN_OR_RETURN(Buffer weight, model.read_weight(k));
+    const TensorType& want = entry.inputs[runtime_inputs + k];
+    bool placeholder = want.dtype == weight.dtype() && want.shape == std::vector<int64_t>{0};
+    if (!(weight.type() == want) && !placeholder)
+      return internal_error(model.name() + ": weight '" + model.weights()[k].name + "' is " +
+                            weight.type().to_string() + ", the program expects " +
+                            want.to_string());
+    if (weight.type() == want) {
+      arguments.push_back(weight);
+    } else {
+      KILN_ASSIGN_OR_RETURN(Buffer empty, Buffer::allocate(want.dtype, want.shape));
+      arguments.push_back(std::move(empty));
+    }
+    weights.push_back(std::move(weight));
+  }
+  if (prepare == nullptr) return arguments;
+  KILN_ASSIGN_OR_RETURN(std::vector<Buffer> values, executable.execute(prepare->name, weights));
+  weights.clear();  // what main does not read is freed here
+  for (size_t k = 0; k < values.size(); ++k) {
+    const TensorType& want = entry.inputs[runtime_inputs + model.weights().size() + k];
+    if (!(values[k].type() == want))
+      return internal_error(model.name() + ": prepared weight " + std::to_string(k) + " is " +
+                            values[k].type().to_string() + ", the program expects " +
+                            want.to_string());
+    arguments.push_back(std::move(values[k]));
+  }
+  return arguments;
+}
+
+}  // namespace
+
 Result<OnnxProgram> compile_onnx_or_get_cached(
     const Client& client, const OnnxModel& model,
     const std::vector<std::vector<int64_t>>& input_shapes, const CompileOptions& options,
@@ -251,38 +292,8 @@ Result<OnnxProgram> compile_onnx_or_get_cached(
                           std::to_string(runtime_inputs) + " run-time inputs and " +
                           std::to_string(model.weights().size()) + " bound weights (and " +
                           std::to_string(prepared) + " prepared from them)");
-  // main's arguments after the run-time inputs; a weight main does not read is an empty
-  // placeholder there, and only prepare sees its values.
-  std::vector<Buffer> weights;
-  for (size_t k = 0; k < model.weights().size(); ++k) {
-    KILN_ASSIGN_OR_RETURN(Buffer weight, model.read_weight(k));
-    const TensorType& want = entry->inputs[runtime_inputs + k];
-    bool placeholder = want.dtype == weight.dtype() && want.shape == std::vector<int64_t>{0};
-    if (!(weight.type() == want) && !placeholder)
-      return internal_error(model.name() + ": weight '" + model.weights()[k].name + "' is " +
-                            weight.type().to_string() + ", the program expects " +
-                            want.to_string());
-    if (weight.type() == want) {
-      program.weights_.push_back(weight);
-    } else {
-      KILN_ASSIGN_OR_RETURN(Buffer empty, Buffer::allocate(want.dtype, want.shape));
-      program.weights_.push_back(std::move(empty));
-    }
-    weights.push_back(std::move(weight));
-  }
-  if (prepare != nullptr) {
-    KILN_ASSIGN_OR_RETURN(std::vector<Buffer> values,
-                          program.executable_->execute(prepare->name, weights));
-    weights.clear();  // what main does not read is freed here
-    for (size_t k = 0; k < values.size(); ++k) {
-      const TensorType& want = entry->inputs[runtime_inputs + model.weights().size() + k];
-      if (!(values[k].type() == want))
-        return internal_error(model.name() + ": prepared weight " + std::to_string(k) + " is " +
-                              values[k].type().to_string() + ", the program expects " +
-                              want.to_string());
-      program.weights_.push_back(std::move(values[k]));
-    }
-  }
+  KILN_ASSIGN_OR_RETURN(program.weights_, bound_arguments(*program.executable_, model, *entry,
+                                                          runtime_inputs, prepare));
   return program;
 }
 

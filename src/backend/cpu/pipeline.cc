@@ -6,6 +6,52 @@
 
 namespace kiln::cpu {
 
+namespace {
+
+// Takes out the steps the user disabled by name, and those a program or level cannot use.
+void leave_out_disabled(Pipeline& p, EffortLevel level, const std::vector<std::string>& disabled,
+                        bool program_frees_buffers) {
+  auto is_disabled = [&](const PipelineStep& s) {
+    // Ownership-based deallocation rejects programs that call memref.dealloc themselves; such
+    // (mlir-runner style) programs keep control of their memory.
+    if (program_frees_buffers &&
+        (s.pass == "buffer-deallocation-pipeline" || s.pass == kFreeAfterLastUseStep))
+      return true;
+    return std::find(disabled.begin(), disabled.end(), s.pass) != disabled.end();
+  };
+  // At O0 every loop stays on the calling thread: no coroutines to split, the fastest compile.
+  if (level == EffortLevel::kO0)
+    std::erase_if(p.lowering_passes, [](const PipelineStep& s) {
+      return s.pass == kParallelizeStep || s.pass.rfind("async-", 0) == 0 ||
+             s.pass == "convert-async-to-llvm";
+    });
+  std::erase_if(p.tensor_passes, is_disabled);
+  std::erase_if(p.bufferize_passes, is_disabled);
+  std::erase_if(p.lowering_passes, is_disabled);
+  auto named = [&](const char* step) {
+    return std::find(disabled.begin(), disabled.end(), step) != disabled.end();
+  };
+  if (named(kFuseEpiloguesStep)) p.fuse_epilogues = false;
+  if (named(kVectorizeConvolutionsStep)) p.vectorize_convolutions = false;
+  if (named(kTileAndVectorizeStep)) p.tile_and_vectorize = false;
+  if (named(kVectorizeElementwiseStep)) p.vectorize_elementwise = false;
+}
+
+int llvm_opt_level(EffortLevel level) {
+  switch (level) {
+    case EffortLevel::kO0:
+      return 0;
+    case EffortLevel::kO1:
+      return 1;
+    case EffortLevel::kO3:
+      return 3;
+    default:
+      return 2;
+  }
+}
+
+}  // namespace
+
 Pipeline build_pipeline(EffortLevel level, const std::vector<std::string>& disabled,
                         bool program_frees_buffers) {
   bool vectorize = level >= EffortLevel::kO2;
@@ -81,44 +127,8 @@ Pipeline build_pipeline(EffortLevel level, const std::vector<std::string>& disab
       {"convert-ub-to-llvm", "", false},
       {"reconcile-unrealized-casts", "", false},
   };
-  auto is_disabled = [&](const PipelineStep& s) {
-    // Ownership-based deallocation rejects programs that call memref.dealloc themselves; such
-    // (mlir-runner style) programs keep control of their memory.
-    if (program_frees_buffers &&
-        (s.pass == "buffer-deallocation-pipeline" || s.pass == kFreeAfterLastUseStep))
-      return true;
-    return std::find(disabled.begin(), disabled.end(), s.pass) != disabled.end();
-  };
-  // At O0 every loop stays on the calling thread: no coroutines to split, the fastest compile.
-  if (level == EffortLevel::kO0)
-    std::erase_if(p.lowering_passes, [](const PipelineStep& s) {
-      return s.pass == kParallelizeStep || s.pass.rfind("async-", 0) == 0 ||
-             s.pass == "convert-async-to-llvm";
-    });
-  std::erase_if(p.tensor_passes, is_disabled);
-  std::erase_if(p.bufferize_passes, is_disabled);
-  std::erase_if(p.lowering_passes, is_disabled);
-  auto named = [&](const char* step) {
-    return std::find(disabled.begin(), disabled.end(), step) != disabled.end();
-  };
-  if (named(kFuseEpiloguesStep)) p.fuse_epilogues = false;
-  if (named(kVectorizeConvolutionsStep)) p.vectorize_convolutions = false;
-  if (named(kTileAndVectorizeStep)) p.tile_and_vectorize = false;
-  if (named(kVectorizeElementwiseStep)) p.vectorize_elementwise = false;
-  switch (level) {
-    case EffortLevel::kO0:
-      p.llvm_opt_level = 0;
-      break;
-    case EffortLevel::kO1:
-      p.llvm_opt_level = 1;
-      break;
-    case EffortLevel::kO3:
-      p.llvm_opt_level = 3;
-      break;
-    default:
-      p.llvm_opt_level = 2;
-      break;
-  }
+  leave_out_disabled(p, level, disabled, program_frees_buffers);
+  p.llvm_opt_level = llvm_opt_level(level);
   return p;
 }
 
