@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <set>
 
+#include "cache/host_description_files.h"
 #include "compile/cache_parts.h"
 #include "kiln/compile.h"
 #include "kiln/config.h"
@@ -273,6 +274,10 @@ Result<std::shared_ptr<CompilationCache>> cache_parts::open_with_handlers(
                                 options.max_size_bytes, options.max_entries, options.env,
                                 options.trust_shared_directory};
     KILN_ASSIGN_OR_RETURN(state->local, DirectoryStore::open(local));
+    // The cache also keeps this host's description (the seed's side cache), so later processes
+    // describe the host without loading the compiler.
+    cpu::install_host_description_cache(host_description_files(
+        local.directory, options.writer_process, options.trust_shared_directory));
     if (!options.remote_url.empty()) {
       KILN_ASSIGN_OR_RETURN(RedisAddress address, parse_redis_url(options.remote_url));
       auto remote = std::make_unique<RemoteCacheStore>(

@@ -134,6 +134,42 @@ TEST_F(CliCacheTest, AWarmRunNeverLoadsTheCompilerLibMlirOrLibLlvm) {
   EXPECT_THAT(warm.err, ::testing::Not(HasSubstr("libLLVM")));
 }
 
+// The host's description in LLVM's terms is kept next to the entries (so a warm process never
+// asks LLVM), written only by the cache's writer, and believed only where nobody else can write.
+TEST_F(CliCacheTest, TheHostDescriptionIsKeptByTheWriterAndBelievedOnlyWhenPrivate) {
+  nlohmann::json first = run_json(mlp());
+  Result<std::vector<std::string>> hosts = Env::posix()->list_dir(dir_.path() + "/hosts");
+  ASSERT_TRUE(hosts.ok());
+  ASSERT_EQ(hosts->size(), 1u);
+  std::string path = dir_.path() + "/hosts/" + hosts->front();
+  std::string text = *read_file(path);
+  std::vector<std::string> lines;
+  for (size_t at = 0, end; (end = text.find('\n', at)) != std::string::npos; at = end + 1)
+    lines.push_back(text.substr(at, end - at));
+  ASSERT_EQ(lines.size(), 4u) << text;  // identity, triple, cpu, features
+  EXPECT_THAT(lines[0], HasSubstr("kiln "));
+
+  // What the file says is what the key is built from...
+  lines[2] = "x86-64";
+  std::string edited = lines[0] + "\n" + lines[1] + "\n" + lines[2] + "\n" + lines[3] + "\n";
+  ASSERT_TRUE(write_file(path, edited).ok());
+  EXPECT_NE(run_json(mlp())["key"], first["key"]);
+  // ... unless another user could have written it: then LLVM is asked again, and the writer puts
+  // the true description back.
+  ASSERT_EQ(::chmod(path.c_str(), 0666), 0);
+  nlohmann::json distrusted = run_json(mlp());
+  EXPECT_EQ(distrusted["key"], first["key"]);
+  EXPECT_EQ(distrusted["cache"], "hit");
+  EXPECT_EQ(*read_file(path), text);
+
+  // A process that is not the cache's writer writes nothing.
+  TempDir other;
+  ProcessResult reader = run_process({kiln_binary(), "--cache-dir", other.path(), "run", mlp()},
+                                     {"KILN_CACHE_WRITER=1"});
+  ASSERT_EQ(reader.exit_code, 0) << reader.err;
+  EXPECT_FALSE(Env::posix()->file_exists(other.path() + "/hosts"));
+}
+
 TEST_F(CliCacheTest, ReformattingIsAHitAndEveryKeyInputIsAMiss) {
   std::string key = run_json(mlp())["key"];
   TempDir work;

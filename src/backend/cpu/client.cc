@@ -3,21 +3,17 @@
 #include <cpuid.h>
 #include <dlfcn.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <mutex>
 #include <optional>
-#include <random>
 #include <sstream>
 
 #include "backend/cpu/compiler_interface.h"
-#include "kiln/cache.h"
+#include "backend/cpu/host_description_cache.h"
 #include "kiln/config.h"
-#include "kiln/env.h"
 #include "kiln/file.h"
 #include "kiln/logging.h"
 #include "kiln_build_info.h"
@@ -96,11 +92,19 @@ std::string describe_platform(const std::string& triple, const std::string& cpu,
          "); llvm " + KILN_LLVM_VERSION + "; " + triple + "; " + cpu + "; " + features;
 }
 
-// This host in LLVM's terms, without loading LLVM on the hit path: LLVM's answer is kept in
-// <cache dir>/hosts/<digest of the cpuid identity and versions>.txt, so only the first process on a
-// machine type (with a fresh cache directory) loads the compiler library to ask.
-// A side cache in the seed's sense: used only while the persistent cache is on, and updated only by
-// the cache's writer process (the others read it).
+std::mutex& host_cache_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+std::shared_ptr<cpu::HostDescriptionCache>& host_cache() {
+  static std::shared_ptr<cpu::HostDescriptionCache> cache;
+  return cache;
+}
+
+// This host in LLVM's terms, without loading LLVM on the hit path: the installed host description
+// cache (the compilation cache's, while one is open) answers, so only the first process on a
+// machine type asks LLVM.
 Result<cpu::HostDescription> host_description(int process_index) {
   static std::mutex mutex;
   static std::optional<cpu::HostDescription> known;
@@ -108,50 +112,15 @@ Result<cpu::HostDescription> host_description(int process_index) {
   if (known) return *known;
   std::string identity =
       host_cpu_identity() + ";kiln " + KILN_VERSION + ";llvm " + KILN_LLVM_VERSION;
-  bool use_cache = config::get_bool("KILN_ENABLE_COMPILATION_CACHE");
-  bool writer = process_index == config::get_int("KILN_CACHE_WRITER");
-  std::string dir = cache_directory();
-  char digest[17];
-  std::snprintf(digest, sizeof(digest), "%016llx",
-                static_cast<unsigned long long>(XXH3_64bits(identity.data(), identity.size())));
-  std::string path = dir + "/hosts/" + digest + ".txt";
-  Env* env = Env::posix();
-  // A host file another user could have written is not believed: it decides what code is built.
-  bool trust_shared = config::get_bool("KILN_CACHE_TRUST_SHARED_DIR");
-  bool trusted = check_trusted_path(env, dir + "/hosts", false, trust_shared).ok() &&
-                 check_trusted_path(env, path, false, trust_shared).ok();
-  if (auto text = use_cache && trusted ? read_file(path) : Result<std::string>(not_found(path));
-      text.ok()) {
-    std::istringstream lines(*text);
-    std::string stored_identity;
-    cpu::HostDescription d;
-    if (std::getline(lines, stored_identity) && stored_identity == identity &&
-        std::getline(lines, d.triple) && std::getline(lines, d.cpu) &&
-        std::getline(lines, d.features) && !d.triple.empty() && !d.cpu.empty()) {
-      known = d;
-      return d;
+  std::shared_ptr<cpu::HostDescriptionCache> cache = cpu::installed_host_description_cache();
+  if (cache)
+    if (std::optional<cpu::HostDescription> stored = cache->load(identity)) {
+      known = *stored;
+      return *known;
     }
-  }
   KILN_ASSIGN_OR_RETURN(cpu::ModuleCompiler * compiler, module_compiler());
   known = compiler->describe_host();
-  // Best effort: without a writable cache directory the next process asks LLVM again.
-  // A random temp name, never followed if a symlink was planted under it, synced before the
-  // rename that publishes it.
-  char random_suffix[17];
-  std::random_device random;
-  std::snprintf(random_suffix, sizeof(random_suffix), "%08x%08x", random(), random());
-  std::string tmp = path + ".tmp-" + random_suffix;
-  if (use_cache && writer && env->create_dirs(dir + "/hosts").ok() &&
-      env->write_file(
-             tmp,
-             identity + "\n" + known->triple + "\n" + known->cpu + "\n" + known->features + "\n",
-             /*sync=*/true)
-          .ok() &&
-      env->rename_file(tmp, path).ok()) {
-    log::debug("described this host for the cache in " + path);
-  } else {
-    std::remove(tmp.c_str());
-  }
+  if (cache) cache->save(identity, *known, process_index);
   return *known;
 }
 
@@ -361,5 +330,19 @@ Result<std::shared_ptr<Executable>> Client::compile(const ModuleSource& lazy_sou
   return Executable::load(std::move(compiled.info), std::move(compiled.entry_points),
                           compiled.shared_object, std::move(compiled.callbacks));
 }
+
+namespace cpu {
+
+void install_host_description_cache(std::shared_ptr<HostDescriptionCache> cache) {
+  std::lock_guard<std::mutex> lock(host_cache_mutex());
+  host_cache() = std::move(cache);
+}
+
+std::shared_ptr<HostDescriptionCache> installed_host_description_cache() {
+  std::lock_guard<std::mutex> lock(host_cache_mutex());
+  return host_cache();
+}
+
+}  // namespace cpu
 
 }  // namespace kiln
