@@ -3135,7 +3135,9 @@ class Importer {
     low.insert(low.end(), win.low.begin(), win.low.end());
     high.insert(high.end(), win.high.begin(), win.high.end());
     Value y;
-    if (int64_t extra_rows = shifted_tap_extra_rows(x, w, win, group); extra_rows >= 0) {
+    if (winograd_applies(x, w, win, group)) {
+      y = winograd_conv(x, w, win);
+    } else if (int64_t extra_rows = shifted_tap_extra_rows(x, w, win, group); extra_rows >= 0) {
       high[2] += extra_rows;
       Value padded = pad(x, low, high, 0);
       y = conv_as_shifted_matmuls(padded, w, win.dilations, win.out);
@@ -3266,6 +3268,163 @@ class Importer {
          i64_list(offsets) + "] [" + i64_list(part.shape) + "] [" +
          i64_list(Shape(part.shape.size(), 1)) + "] : " + part.type() + " into " + into.type());
     into.ssa = next;
+  }
+
+  // Winograd's F(2x2, 3x3): each 2x2 block of output pixels from a 4x4 block of input in 16
+  // products instead of 36, so a 3x3 convolution is 16 matrix products of (F, C) by (C, tiles),
+  // 2.25x fewer multiplications than its 9 taps of (F, C) by (C, pixels). The input's 4x4 blocks
+  // (overlapping by 2) become V = Bt d B, the weights U = G g Gt (once, at load), each of the 16
+  // positions of a block is one product M = U V, and Y = At M A gives the 2x2 outputs.
+  //   Bt = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1], G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1],
+  //   At = [1 1 1 0; 0 1 -1 -1].
+  // For one NCHW float image, a 3x3 kernel, stride and dilation 1, one pixel of padding all
+  // round (the output the input's size), even output sides, blocks at least a vector wide along
+  // the row (output rows of 16 or more: the transforms run along rows of blocks), and enough
+  // channels for the products to dominate: resnet18's first two stages.
+  static constexpr int64_t kMinWinogradRow = 16;
+  static constexpr int64_t kMinWinogradChannels = 16;
+  bool winograd_applies(const Value& x, const Value& w, const Window& win, int64_t group) {
+    if (x.shape.size() != 4 || x.shape[0] != 1 || x.elem != "f32" || group != 1) return false;
+    if (w.shape.size() != 4 || w.shape[2] != 3 || w.shape[3] != 3) return false;
+    for (int k = 0; k < 2; ++k)
+      if (win.strides[k] != 1 || win.dilations[k] != 1 || win.low[k] != 1 || win.high[k] != 1 ||
+          win.out[k] % 2 != 0)
+        return false;
+    return win.out[1] >= kMinWinogradRow && x.shape[1] >= kMinWinogradChannels &&
+           w.shape[0] >= kMinWinogradChannels;
+  }
+
+  // sum_k coefficient_k * value_k as elementwise kernels (a coefficient of 0 leaves its term out).
+  Value combination(const std::vector<double>& coefficients, std::vector<Value>& values) {
+    Value sum;
+    bool first = true;
+    for (size_t k = 0; k < values.size(); ++k) {
+      double a = coefficients[k];
+      if (a == 0) continue;
+      Value term = values[k];
+      if (std::abs(a) != 1 || (first && a < 0))
+        term = binary("Mul", term, make_const_floats(term.elem, {}, {first ? a : std::abs(a)}));
+      sum = first ? term : binary(a > 0 ? "Add" : "Sub", sum, term);
+      first = false;
+    }
+    return sum;
+  }
+
+  Value winograd_conv(Value& x, Value& w, const Window& win) {
+    static const double bt[4][4] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
+    static const double at[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
+    int64_t c = x.shape[1], f = w.shape[0], oh = win.out[0], ow = win.out[1];
+    int64_t th = oh / 2, tw = ow / 2;
+    // Input block (r, q) covers padded rows 2r..2r+3 and columns 2q..2q+3: over the padded input's
+    // phase planes, its pixel (k, l) is plane (k % 2, l % 2) at (r + k / 2, q + l / 2), so every
+    // transform reads unit-stride rows.
+    Window blocks = win;
+    blocks.strides = {2, 2};
+    blocks.out = {th, tw};
+    Value planes = phase_planes(x, blocks, 4, 4);
+    std::vector<Value> pixels;
+    for (int64_t k = 0; k < 4; ++k)
+      for (int64_t l = 0; l < 4; ++l)
+        pixels.push_back(
+            slice(planes, {(k % 2) * 2 + l % 2, 0, k / 2, l / 2}, {1, c, th, tw}, {1, 1, 1, 1}));
+    Value v;
+    v.elem = x.elem;
+    v.shape = {16, c, th, tw};
+    v.ssa = empty(x.elem, v.shape);
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j) {
+        std::vector<double> coefficients;
+        for (int k = 0; k < 4; ++k)
+          for (int l = 0; l < 4; ++l) coefficients.push_back(bt[i][k] * bt[j][l]);
+        Value position = combination(coefficients, pixels);
+        insert_region(v, position, {i * 4 + j, 0, 0, 0});
+      }
+    Value v_flat = reshape(v, {16, c, th * tw});
+    Value u = winograd_weights(w);
+    Value m;
+    m.elem = x.elem;
+    m.shape = {16, f, th * tw};
+    std::string acc = filled(x.elem, m.shape, 0);
+    m.ssa = fresh();
+    line(m.ssa + " = linalg.batch_matmul ins(" + ssa(u) + ", " + ssa(v_flat) + " : " + u.type() +
+         ", " + v_flat.type() + ") outs(" + acc + " : " + m.type() + ") -> " + m.type());
+    Value m_blocks = reshape(m, {16, f, th, tw});
+    std::vector<Value> positions;
+    for (int64_t p = 0; p < 16; ++p)
+      positions.push_back(slice(m_blocks, {p, 0, 0, 0}, {1, f, th, tw}, {1, 1, 1, 1}));
+    // Output pixel (a, b) of every block: every other row and column of the result.
+    Value y;
+    y.elem = x.elem;
+    y.shape = {1, f, oh, ow};
+    y.ssa = empty(x.elem, y.shape);
+    for (int a = 0; a < 2; ++a)
+      for (int b = 0; b < 2; ++b) {
+        std::vector<double> coefficients;
+        for (int i = 0; i < 4; ++i)
+          for (int j = 0; j < 4; ++j) coefficients.push_back(at[a][i] * at[b][j]);
+        Value part = combination(coefficients, positions);
+        std::string next = fresh();
+        line(next + " = tensor.insert_slice " + ssa(part) + " into " + y.ssa + "[0, 0, " +
+             std::to_string(a) + ", " + std::to_string(b) + "] [" + i64_list(part.shape) +
+             "] [1, 1, 2, 2] : " + part.type() + " into " + y.type());
+        y.ssa = next;
+      }
+    return y;
+  }
+
+  // The weights (F, C, 3, 3) as U = G g Gt per (f, c): (16, F, C), position i * 4 + j. Constant
+  // weights are transformed here; bound ones once, when the program is loaded (kiln_prepare).
+  Value winograd_weights(Value& w) {
+    static const double g[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+    int64_t f = w.shape[0], c = w.shape[1];
+    if (w.is_const) {
+      std::vector<double> u(16 * f * c);
+      for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j)
+          for (int64_t o = 0; o < f * c; ++o) {
+            double sum = 0;
+            for (int k = 0; k < 3; ++k)
+              for (int l = 0; l < 3; ++l) sum += g[i][k] * g[j][l] * w.f[o * 9 + k * 3 + l];
+            u[(i * 4 + j) * f * c + o] = sum;
+          }
+      return make_const_floats(w.elem, {16, f, c}, std::move(u));
+    }
+    bool at_load = bound_weight_ssa_.count(w.ssa) > 0;
+    std::string key = w.ssa + " winograd";
+    if (at_load) {
+      auto known = prepared_by_source_.find(key);
+      if (known != prepared_by_source_.end()) return prepared_[known->second];
+      std::swap(body_, prepare_body_);
+    }
+    std::vector<Value> taps;
+    for (int64_t k = 0; k < 3; ++k)
+      for (int64_t l = 0; l < 3; ++l) {
+        Value tap = slice(w, {0, 0, k, l}, {f, c, 1, 1}, {1, 1, 1, 1});
+        taps.push_back(reshape(tap, {1, f, c}));
+      }
+    Value u;
+    u.elem = w.elem;
+    u.shape = {16, f, c};
+    u.ssa = empty(w.elem, u.shape);
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j) {
+        std::vector<double> coefficients;
+        for (int k = 0; k < 3; ++k)
+          for (int l = 0; l < 3; ++l) coefficients.push_back(g[i][k] * g[j][l]);
+        Value position = combination(coefficients, taps);
+        insert_region(u, position, {i * 4 + j, 0, 0});
+      }
+    if (!at_load) return u;
+    std::string result = ssa(u);
+    std::swap(body_, prepare_body_);
+    Value argument;
+    argument.elem = w.elem;
+    argument.shape = u.shape;
+    argument.ssa = "%prepared" + std::to_string(prepared_.size());
+    prepared_by_source_[key] = prepared_.size();
+    prepared_.push_back(argument);
+    prepared_results_.push_back(result);
+    return argument;
   }
 
   // Computing over the padded width costs (padded width / output width) more products; above

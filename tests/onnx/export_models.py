@@ -156,6 +156,22 @@ class ChannelsLastBlocks(torch.nn.Module):
                           torch.flatten(self.side(w), 1)], 1)
 
 
+class WinogradConvs(torch.nn.Module):
+    """3x3 stride-1 convolutions with one pixel of padding on even-sized maps at least 16 wide,
+    which kiln computes with Winograd's F(2x2, 3x3): with and without bias, one after another,
+    with a residual add; and the same convolution on an odd width, which is computed directly."""
+    def __init__(self):
+        super().__init__()
+        self.first = torch.nn.Conv2d(16, 24, 3, padding=1)
+        self.second = torch.nn.Conv2d(24, 24, 3, padding=1, bias=False)
+        self.odd = torch.nn.Conv2d(16, 24, 3, padding=1)
+
+    def forward(self, x):
+        y = torch.relu(self.first(x))
+        y = torch.relu(self.second(y) + y)
+        return torch.cat([torch.flatten(y, 1), torch.flatten(self.odd(x[:, :, :, :17]), 1)], 1)
+
+
 class StridedDepthwise(torch.nn.Module):
     """Strided depthwise convolutions of NCHW feature maps with rows wide enough to vectorise
     (taps over phase planes): 3x3 stride 2 on odd and even sizes, 5x5 stride 2, no padding,
@@ -213,6 +229,8 @@ def build(name):
         return PointwiseChains(), (1, 5, 9, 61)
     if name == "strided_depthwise":
         return StridedDepthwise(), (1, 6, 37, 41)
+    if name == "winograd_convs":
+        return WinogradConvs(), (1, 16, 20, 18)
     if name == "short_row_pools":
         return ShortRowPools(), (1, 11, 27, 25)
     if name == "channels_last_blocks":
@@ -284,7 +302,7 @@ def main():
     out = sys.argv[1]
     names = sys.argv[2:] or ["mlp", "small_cnn", "depthwise", "squeeze_excite", "shifted_convs",
                              "short_row_pools", "pointwise_chains", "channels_last_blocks",
-                             "strided_depthwise", "transformer", "recurrent", "resnet18", "mobilenet_v2", "extras"]
+                             "strided_depthwise", "winograd_convs", "transformer", "recurrent", "resnet18", "mobilenet_v2", "extras"]
     os.makedirs(out, exist_ok=True)
     for name in names:
         if name == "extras":
