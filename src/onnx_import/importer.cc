@@ -3278,17 +3278,15 @@ class Importer {
   //   Bt = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1], G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1],
   //   At = [1 1 1 0; 0 1 -1 -1].
   // For one NCHW float image, a 3x3 kernel, stride and dilation 1, one pixel of padding all
-  // round (the output the input's size), even output sides, blocks at least a vector wide along
-  // the row (output rows of 16 or more: the transforms run along rows of blocks), and enough
-  // channels for the products to dominate: resnet18's first two stages.
-  static constexpr int64_t kMinWinogradRow = 16;
+  // round (the output the input's size), rows of blocks long enough to vectorise the transforms
+  // along (output rows of 14 or more), and enough channels for the products to dominate.
+  static constexpr int64_t kMinWinogradRow = 14;
   static constexpr int64_t kMinWinogradChannels = 16;
   bool winograd_applies(const Value& x, const Value& w, const Window& win, int64_t group) {
     if (x.shape.size() != 4 || x.shape[0] != 1 || x.elem != "f32" || group != 1) return false;
     if (w.shape.size() != 4 || w.shape[2] != 3 || w.shape[3] != 3) return false;
     for (int k = 0; k < 2; ++k)
-      if (win.strides[k] != 1 || win.dilations[k] != 1 || win.low[k] != 1 || win.high[k] != 1 ||
-          win.out[k] % 2 != 0)
+      if (win.strides[k] != 1 || win.dilations[k] != 1 || win.low[k] != 1 || win.high[k] != 1)
         return false;
     return win.out[1] >= kMinWinogradRow && x.shape[1] >= kMinWinogradChannels &&
            w.shape[0] >= kMinWinogradChannels;
@@ -3314,7 +3312,8 @@ class Importer {
     static const double bt[4][4] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
     static const double at[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
     int64_t c = x.shape[1], f = w.shape[0], oh = win.out[0], ow = win.out[1];
-    int64_t th = oh / 2, tw = ow / 2;
+    // An odd side has a last block row (or column) half outside the output: computed, not kept.
+    int64_t th = (oh + 1) / 2, tw = (ow + 1) / 2;
     // Input block (r, q) covers padded rows 2r..2r+3 and columns 2q..2q+3: over the padded input's
     // phase planes, its pixel (k, l) is plane (k % 2, l % 2) at (r + k / 2, q + l / 2), so every
     // transform reads unit-stride rows.
@@ -3363,6 +3362,8 @@ class Importer {
         for (int i = 0; i < 4; ++i)
           for (int j = 0; j < 4; ++j) coefficients.push_back(at[a][i] * at[b][j]);
         Value part = combination(coefficients, positions);
+        Shape kept = {1, f, (oh - a + 1) / 2, (ow - b + 1) / 2};
+        if (kept != part.shape) part = slice(part, {0, 0, 0, 0}, kept, {1, 1, 1, 1});
         std::string next = fresh();
         line(next + " = tensor.insert_slice " + ssa(part) + " into " + y.ssa + "[0, 0, " +
              std::to_string(a) + ", " + std::to_string(b) + "] [" + i64_list(part.shape) +

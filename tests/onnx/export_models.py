@@ -157,19 +157,22 @@ class ChannelsLastBlocks(torch.nn.Module):
 
 
 class WinogradConvs(torch.nn.Module):
-    """3x3 stride-1 convolutions with one pixel of padding on even-sized maps at least 16 wide,
-    which kiln computes with Winograd's F(2x2, 3x3): with and without bias, one after another,
-    with a residual add; and the same convolution on an odd width, which is computed directly."""
+    """3x3 stride-1 convolutions with one pixel of padding and output rows of 14 or more, which
+    kiln computes with Winograd's F(2x2, 3x3): with and without bias, one after another, with a
+    residual add, on odd sides (a half-used last block); and on a map too narrow for it (12
+    wide), which is computed directly."""
     def __init__(self):
         super().__init__()
         self.first = torch.nn.Conv2d(16, 24, 3, padding=1)
         self.second = torch.nn.Conv2d(24, 24, 3, padding=1, bias=False)
         self.odd = torch.nn.Conv2d(16, 24, 3, padding=1)
+        self.narrow = torch.nn.Conv2d(16, 24, 3, padding=1)
 
     def forward(self, x):
         y = torch.relu(self.first(x))
         y = torch.relu(self.second(y) + y)
-        return torch.cat([torch.flatten(y, 1), torch.flatten(self.odd(x[:, :, :, :17]), 1)], 1)
+        outs = [y, self.odd(x[:, :, :19, :17]), self.narrow(x[:, :, :, :12])]
+        return torch.cat([torch.flatten(o, 1) for o in outs], 1)
 
 
 class StridedDepthwise(torch.nn.Module):
