@@ -157,16 +157,16 @@ class ChannelsLastBlocks(torch.nn.Module):
 
 
 class WinogradConvs(torch.nn.Module):
-    """3x3 stride-1 convolutions with one pixel of padding and output rows of 14 or more, which
-    kiln computes with Winograd's F(2x2, 3x3): with and without bias, one after another, with a
+    """3x3 stride-1 convolutions of 64 or more channels with one pixel of padding and output rows
+    of 14 or more, which kiln computes with Winograd's F(2x2, 3x3): with and without bias, one after another, with a
     residual add, on odd sides (a half-used last block); and on a map too narrow for it (12
     wide), which is computed directly."""
     def __init__(self):
         super().__init__()
-        self.first = torch.nn.Conv2d(16, 24, 3, padding=1)
-        self.second = torch.nn.Conv2d(24, 24, 3, padding=1, bias=False)
-        self.odd = torch.nn.Conv2d(16, 24, 3, padding=1)
-        self.narrow = torch.nn.Conv2d(16, 24, 3, padding=1)
+        self.first = torch.nn.Conv2d(64, 72, 3, padding=1)
+        self.second = torch.nn.Conv2d(72, 72, 3, padding=1, bias=False)
+        self.odd = torch.nn.Conv2d(64, 72, 3, padding=1)
+        self.narrow = torch.nn.Conv2d(64, 72, 3, padding=1)
 
     def forward(self, x):
         y = torch.relu(self.first(x))
@@ -233,7 +233,7 @@ def build(name):
     if name == "strided_depthwise":
         return StridedDepthwise(), (1, 6, 37, 41)
     if name == "winograd_convs":
-        return WinogradConvs(), (1, 16, 20, 18)
+        return WinogradConvs(), (1, 64, 20, 18)
     if name == "short_row_pools":
         return ShortRowPools(), (1, 11, 27, 25)
     if name == "channels_last_blocks":
