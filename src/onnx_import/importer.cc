@@ -3294,6 +3294,15 @@ class Importer {
            w.shape[0] >= kMinWinogradChannels;
   }
 
+  // The coefficients of sum_{k,l} a[k] * b[l] * value[k * N + l], in that order.
+  template <size_t N>
+  static std::vector<double> outer(const double (&a)[N], const double (&b)[N]) {
+    std::vector<double> coefficients;
+    for (size_t k = 0; k < N; ++k)
+      for (size_t l = 0; l < N; ++l) coefficients.push_back(a[k] * b[l]);
+    return coefficients;
+  }
+
   // sum_k coefficient_k * value_k as elementwise kernels (a coefficient of 0 leaves its term out).
   Value combination(const std::vector<double>& coefficients, std::vector<Value>& values) {
     Value sum;
@@ -3334,10 +3343,7 @@ class Importer {
     v.ssa = empty(x.elem, v.shape);
     for (int i = 0; i < 4; ++i)
       for (int j = 0; j < 4; ++j) {
-        std::vector<double> coefficients;
-        for (int k = 0; k < 4; ++k)
-          for (int l = 0; l < 4; ++l) coefficients.push_back(bt[i][k] * bt[j][l]);
-        Value position = combination(coefficients, pixels);
+        Value position = combination(outer(bt[i], bt[j]), pixels);
         insert_region(v, position, {i * 4 + j, 0, 0, 0});
       }
     Value v_flat = reshape(v, {16, c, th * tw});
@@ -3360,10 +3366,7 @@ class Importer {
     y.ssa = empty(x.elem, y.shape);
     for (int a = 0; a < 2; ++a)
       for (int b = 0; b < 2; ++b) {
-        std::vector<double> coefficients;
-        for (int i = 0; i < 4; ++i)
-          for (int j = 0; j < 4; ++j) coefficients.push_back(at[a][i] * at[b][j]);
-        Value part = combination(coefficients, positions);
+        Value part = combination(outer(at[a], at[b]), positions);
         Shape kept = {1, f, (oh - a + 1) / 2, (ow - b + 1) / 2};
         if (kept != part.shape) part = slice(part, {0, 0, 0, 0}, kept, {1, 1, 1, 1});
         std::string next = fresh();
@@ -3383,51 +3386,36 @@ class Importer {
     if (w.is_const) {
       std::vector<double> u(16 * f * c);
       for (int i = 0; i < 4; ++i)
-        for (int j = 0; j < 4; ++j)
+        for (int j = 0; j < 4; ++j) {
+          std::vector<double> coefficients = outer(g[i], g[j]);
           for (int64_t o = 0; o < f * c; ++o) {
             double sum = 0;
-            for (int k = 0; k < 3; ++k)
-              for (int l = 0; l < 3; ++l) sum += g[i][k] * g[j][l] * w.f[o * 9 + k * 3 + l];
+            for (int q = 0; q < 9; ++q) sum += coefficients[q] * w.f[o * 9 + q];
             u[(i * 4 + j) * f * c + o] = sum;
           }
+        }
       return make_const_floats(w.elem, {16, f, c}, std::move(u));
     }
-    bool at_load = bound_weight_ssa_.count(w.ssa) > 0;
-    std::string key = w.ssa + " winograd";
-    if (at_load) {
-      auto known = prepared_by_source_.find(key);
-      if (known != prepared_by_source_.end()) return prepared_[known->second];
-      std::swap(body_, prepare_body_);
-    }
-    std::vector<Value> taps;
-    for (int64_t k = 0; k < 3; ++k)
-      for (int64_t l = 0; l < 3; ++l) {
-        Value tap = slice(w, {0, 0, k, l}, {f, c, 1, 1}, {1, 1, 1, 1});
-        taps.push_back(reshape(tap, {1, f, c}));
-      }
-    Value u;
-    u.elem = w.elem;
-    u.shape = {16, f, c};
-    u.ssa = empty(w.elem, u.shape);
-    for (int i = 0; i < 4; ++i)
-      for (int j = 0; j < 4; ++j) {
-        std::vector<double> coefficients;
-        for (int k = 0; k < 3; ++k)
-          for (int l = 0; l < 3; ++l) coefficients.push_back(g[i][k] * g[j][l]);
-        Value position = combination(coefficients, taps);
-        insert_region(u, position, {i * 4 + j, 0, 0});
-      }
-    if (!at_load) return u;
-    std::string result = ssa(u);
-    std::swap(body_, prepare_body_);
-    Value argument;
-    argument.elem = w.elem;
-    argument.shape = u.shape;
-    argument.ssa = "%prepared" + std::to_string(prepared_.size());
-    prepared_by_source_[key] = prepared_.size();
-    prepared_.push_back(argument);
-    prepared_results_.push_back(result);
-    return argument;
+    auto transform = [&] {
+      std::vector<Value> taps;
+      for (int64_t k = 0; k < 3; ++k)
+        for (int64_t l = 0; l < 3; ++l) {
+          Value tap = slice(w, {0, 0, k, l}, {f, c, 1, 1}, {1, 1, 1, 1});
+          taps.push_back(reshape(tap, {1, f, c}));
+        }
+      Value u;
+      u.elem = w.elem;
+      u.shape = {16, f, c};
+      u.ssa = empty(w.elem, u.shape);
+      for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j) {
+          Value position = combination(outer(g[i], g[j]), taps);
+          insert_region(u, position, {i * 4 + j, 0, 0});
+        }
+      return u;
+    };
+    if (bound_weight_ssa_.count(w.ssa) == 0) return transform();
+    return prepared_at_load(w.ssa + " winograd", transform);
   }
 
   // Computing over the padded width costs (padded width / output width) more products; above
@@ -3707,19 +3695,27 @@ class Importer {
       Value wt = transpose(w, perm);
       return reshape(wt, shape);
     }
-    std::string key = w.ssa + " " + i64_list(perm) + " " + i64_list(shape);
+    return prepared_at_load(w.ssa + " " + i64_list(perm) + " " + i64_list(shape), [&] {
+      Value source = w;
+      Value transposed = transpose(source, perm);
+      return reshape(transposed, shape);
+    });
+  }
+
+  // What `compute` builds from bound weights, computed once when the program is loaded (its ops
+  // emitted into kiln_prepare instead of main) and passed to main as an argument. `key` names the
+  // preparation, so a weight prepared the same way twice is prepared once.
+  template <typename Compute>
+  Value prepared_at_load(const std::string& key, Compute compute) {
     auto known = prepared_by_source_.find(key);
     if (known != prepared_by_source_.end()) return prepared_[known->second];
-    // Emit the transpose into the prepare function's body instead of main's.
     std::swap(body_, prepare_body_);
-    Value source = w;
-    Value transposed = transpose(source, perm);
-    Value wt = reshape(transposed, shape);
-    std::string result = ssa(wt);
+    Value computed = compute();
+    std::string result = ssa(computed);
     std::swap(body_, prepare_body_);
     Value argument;
-    argument.elem = w.elem;
-    argument.shape = shape;
+    argument.elem = computed.elem;
+    argument.shape = computed.shape;
     argument.ssa = "%prepared" + std::to_string(prepared_.size());
     prepared_by_source_[key] = prepared_.size();
     prepared_.push_back(argument);
