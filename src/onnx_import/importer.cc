@@ -3207,10 +3207,7 @@ class Importer {
     // Each plane spans the output plus the taps' largest shift.
     const int64_t extent[2] = {win.out[0] + (kh - 1) / stride[0],
                                win.out[1] + (kw - 1) / stride[1]};
-    Value planes;
-    planes.elem = x.elem;
-    planes.shape = {stride[0] * stride[1], c, extent[0], extent[1]};
-    planes.ssa = empty(x.elem, planes.shape);
+    Value planes = empty_value(x.elem, {stride[0] * stride[1], c, extent[0], extent[1]});
     for (int64_t a = 0; a < stride[0]; ++a)
       for (int64_t b = 0; b < stride[1]; ++b) {
         // Plane (a, b)'s row r is padded row r * S + a, input row r * S + a - pad: the rows that
@@ -3261,13 +3258,23 @@ class Importer {
     insert_region(into, region, offsets);
   }
 
-  // `into` with `part` written at `offsets`.
-  void insert_region(Value& into, Value& part, const Shape& offsets) {
+  // `into` with `part` written at `offsets`, every `strides`-th element (default: contiguous).
+  void insert_region(Value& into, Value& part, const Shape& offsets, Shape strides = {}) {
+    if (strides.empty()) strides.assign(part.shape.size(), 1);
     std::string next = fresh();
     line(next + " = tensor.insert_slice " + ssa(part) + " into " + into.ssa + "[" +
-         i64_list(offsets) + "] [" + i64_list(part.shape) + "] [" +
-         i64_list(Shape(part.shape.size(), 1)) + "] : " + part.type() + " into " + into.type());
+         i64_list(offsets) + "] [" + i64_list(part.shape) + "] [" + i64_list(strides) +
+         "] : " + part.type() + " into " + into.type());
     into.ssa = next;
+  }
+
+  // A tensor of `shape` whose contents are all about to be written (tensor.empty).
+  Value empty_value(const std::string& elem, const Shape& shape) {
+    Value v;
+    v.elem = elem;
+    v.shape = shape;
+    v.ssa = empty(elem, shape);
+    return v;
   }
 
   // Winograd's F(2x2, 3x3): each 2x2 block of output pixels from a 4x4 block of input in 16
@@ -3337,10 +3344,7 @@ class Importer {
       for (int64_t l = 0; l < 4; ++l)
         pixels.push_back(
             slice(planes, {(k % 2) * 2 + l % 2, 0, k / 2, l / 2}, {1, c, th, tw}, {1, 1, 1, 1}));
-    Value v;
-    v.elem = x.elem;
-    v.shape = {16, c, th, tw};
-    v.ssa = empty(x.elem, v.shape);
+    Value v = empty_value(x.elem, {16, c, th, tw});
     for (int i = 0; i < 4; ++i)
       for (int j = 0; j < 4; ++j) {
         Value position = combination(outer(bt[i], bt[j]), pixels);
@@ -3360,20 +3364,13 @@ class Importer {
     for (int64_t p = 0; p < 16; ++p)
       positions.push_back(slice(m_blocks, {p, 0, 0, 0}, {1, f, th, tw}, {1, 1, 1, 1}));
     // Output pixel (a, b) of every block: every other row and column of the result.
-    Value y;
-    y.elem = x.elem;
-    y.shape = {1, f, oh, ow};
-    y.ssa = empty(x.elem, y.shape);
+    Value y = empty_value(x.elem, {1, f, oh, ow});
     for (int a = 0; a < 2; ++a)
       for (int b = 0; b < 2; ++b) {
         Value part = combination(outer(at[a], at[b]), positions);
         Shape kept = {1, f, (oh - a + 1) / 2, (ow - b + 1) / 2};
         if (kept != part.shape) part = slice(part, {0, 0, 0, 0}, kept, {1, 1, 1, 1});
-        std::string next = fresh();
-        line(next + " = tensor.insert_slice " + ssa(part) + " into " + y.ssa + "[0, 0, " +
-             std::to_string(a) + ", " + std::to_string(b) + "] [" + i64_list(part.shape) +
-             "] [1, 1, 2, 2] : " + part.type() + " into " + y.type());
-        y.ssa = next;
+        insert_region(y, part, {0, 0, a, b}, {1, 1, 2, 2});
       }
     return y;
   }
@@ -3403,10 +3400,7 @@ class Importer {
           Value tap = slice(w, {0, 0, k, l}, {f, c, 1, 1}, {1, 1, 1, 1});
           taps.push_back(reshape(tap, {1, f, c}));
         }
-      Value u;
-      u.elem = w.elem;
-      u.shape = {16, f, c};
-      u.ssa = empty(w.elem, u.shape);
+      Value u = empty_value(w.elem, {16, f, c});
       for (int i = 0; i < 4; ++i)
         for (int j = 0; j < 4; ++j) {
           Value position = combination(outer(g[i], g[j]), taps);
