@@ -32,6 +32,14 @@ LAYERS = {
     "stem_3_32_224": (lambda: conv_relu6(3, 32, 3, 2, 1), (1, 3, 224, 224)),
     "stem7": (lambda: conv_relu6(3, 64, 7, 2, 1), (1, 3, 224, 224)),
     "r_l2": (lambda: conv_relu6(64, 128, 3, 2, 1), (1, 64, 56, 56)),
+    # dw_s1_144_56 without its padding (a 58x58 input, 'valid'): no padded copy to write.
+    "dw_valid_144_58": (lambda: torch.nn.Sequential(
+        torch.nn.Conv2d(144, 144, 3, 1, 0, groups=144), torch.nn.ReLU6()), (1, 144, 58, 58)),
+    # 3x3 stride-1 dense convolutions (Winograd where kiln applies it): resnet18's first stage,
+    # squeezenet1_1's first and second expands.
+    "conv3_64_56": (lambda: torch.nn.Conv2d(64, 64, 3, 1, 1, bias=False), (1, 64, 56, 56)),
+    "conv3_16_64_55": (lambda: torch.nn.Conv2d(16, 64, 3, 1, 1), (1, 16, 55, 55)),
+    "conv3_32_128_27": (lambda: torch.nn.Conv2d(32, 128, 3, 1, 1), (1, 32, 27, 27)),
 }
 
 

@@ -1,9 +1,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
-#include <random>
 
 #include "cache/alias_record.h"
+#include "cache/unique_suffix.h"
 #include "core/crash_point.h"
 #include "kiln/cache.h"
 #include "kiln/config.h"
@@ -29,11 +29,6 @@ const char* to_string(StoreCounter counter) {
   return "?";
 }
 namespace {
-
-std::string unique_suffix(Env* env) {
-  static thread_local std::mt19937_64 rng(std::random_device{}());
-  return std::to_string(env->process_id()) + "-" + std::to_string(rng());
-}
 
 // Keys become file names: keep them to a safe alphabet.
 bool valid_key(const std::string& key) {

@@ -3,9 +3,9 @@
 #include <xxhash.h>
 
 #include <cstdio>
-#include <random>
 #include <sstream>
 
+#include "cache/unique_suffix.h"
 #include "kiln/env.h"
 #include "kiln/file.h"
 #include "kiln/logging.h"
@@ -38,22 +38,19 @@ class HostDescriptionFiles : public cpu::HostDescriptionCache {
     return std::nullopt;
   }
 
-  // A random temp name, never followed if a symlink was planted under it, synced before the
-  // rename that publishes it. Without a writable directory the next process asks LLVM again.
+  // A fresh temp file in the cache's tmp/ (which gc clears of leftovers), synced before the rename
+  // that publishes it. Without a writable directory the next process asks LLVM again.
   void save(const std::string& identity, const cpu::HostDescription& d,
             int process_index) override {
     if (process_index != writer_process_) return;
     std::string path = path_of(identity);
-    char random_suffix[17];
-    std::random_device random;
-    std::snprintf(random_suffix, sizeof(random_suffix), "%08x%08x", random(), random());
-    std::string tmp = path + ".tmp-" + random_suffix;
+    std::string tmp = directory_ + "/tmp/host-" + unique_suffix(env_);
     std::string text = identity + "\n" + d.triple + "\n" + d.cpu + "\n" + d.features + "\n";
     if (env_->create_dirs(directory_ + "/hosts").ok() &&
         env_->write_file(tmp, text, /*sync=*/true).ok() && env_->rename_file(tmp, path).ok()) {
       log::debug("described this host for the cache in " + path);
     } else {
-      std::remove(tmp.c_str());
+      (void)env_->remove_file(tmp);
     }
   }
 
