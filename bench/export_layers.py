@@ -40,6 +40,18 @@ LAYERS = {
     "conv3_64_56": (lambda: torch.nn.Conv2d(64, 64, 3, 1, 1, bias=False), (1, 64, 56, 56)),
     "conv3_16_64_55": (lambda: torch.nn.Conv2d(16, 64, 3, 1, 1), (1, 16, 55, 55)),
     "conv3_32_128_27": (lambda: torch.nn.Conv2d(32, 128, 3, 1, 1), (1, 32, 27, 27)),
+    # squeezenet1_1's stem (3x3 stride-2 conv, ReLU, 3x3 stride-2 max pool) and its next two
+    # max pools (55 and 27 wide, ceil mode).
+    "sq_stem": (lambda: torch.nn.Sequential(
+        torch.nn.Conv2d(3, 64, 3, 2), torch.nn.ReLU(),
+        torch.nn.MaxPool2d(3, 2, ceil_mode=True)), (1, 3, 224, 224)),
+    # squeezenet1_1's classifier: a 1x1 convolution 512 -> 1000 at 13x13, ReLU, global pool.
+    "sq_classifier": (lambda: torch.nn.Sequential(
+        torch.nn.Conv2d(512, 1000, 1), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1)),
+        (1, 512, 13, 13)),
+    "pool_64_111": (lambda: torch.nn.MaxPool2d(3, 2, ceil_mode=True), (1, 64, 111, 111)),
+    "pool_128_55": (lambda: torch.nn.MaxPool2d(3, 2, ceil_mode=True), (1, 128, 55, 55)),
+    "pool_256_27": (lambda: torch.nn.MaxPool2d(3, 2, ceil_mode=True), (1, 256, 27, 27)),
 }
 
 

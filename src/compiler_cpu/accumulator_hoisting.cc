@@ -182,6 +182,26 @@ bool touches(mlir::Operation* op, mlir::Value buffer) {
   return found;
 }
 
+// Whether `op` only reads `buffer` (vector and scalar loads, directly or through views): a
+// consumer of the contraction's result, not more of the contraction.
+bool only_reads(mlir::Operation* op, mlir::Value buffer) {
+  bool reads = true;
+  op->walk([&](mlir::Operation* inner) {
+    bool touching = false;
+    for (mlir::Value operand : inner->getOperands())
+      if (mlir::isa<mlir::MemRefType>(operand.getType()) && root_buffer(operand) == buffer)
+        touching = true;
+    if (!touching) return mlir::WalkResult::advance();
+    if (mlir::isa<mlir::vector::TransferReadOp, mlir::memref::LoadOp, mlir::vector::LoadOp,
+                  mlir::memref::SubViewOp, mlir::memref::ExpandShapeOp,
+                  mlir::memref::CollapseShapeOp, mlir::memref::ReinterpretCastOp>(inner))
+      return mlir::WalkResult::advance();
+    reads = false;
+    return mlir::WalkResult::interrupt();
+  });
+  return reads;
+}
+
 // The loop nest a marked fill's contraction became, when the fill can go: every access to the
 // buffer in it is a vector transfer, and every read reads its place once (so it reads the fill's
 // value). Null otherwise.
@@ -196,7 +216,7 @@ mlir::scf::ForOp absorbing_nest(mlir::linalg::FillOp fill, mlir::Value buffer) {
   mlir::Operation* after = nest->getNextNode();
   while (after != nullptr && !touches(after, buffer)) after = after->getNextNode();
   if (after != nullptr &&
-      (after->getNumRegions() != 0 ||
+      ((after->getNumRegions() != 0 && !only_reads(after, buffer)) ||
        mlir::isa<mlir::vector::TransferReadOp, mlir::vector::TransferWriteOp>(after)))
     return {};
   bool ok = true;

@@ -35,20 +35,6 @@ bool vector_math(llvm::StringRef name) {
   return known.contains(name);
 }
 
-// The body computes with arith and the math above only (what the vectoriser turns into vector
-// ops that lower).
-bool plain_arithmetic(mlir::linalg::GenericOp op) {
-  for (mlir::Operation& inner : op.getRegion().front()) {
-    mlir::Dialect* dialect = inner.getDialect();
-    if (mlir::isa<mlir::linalg::YieldOp>(inner)) continue;
-    if (dialect == nullptr || inner.getNumRegions() != 0) return false;
-    llvm::StringRef ns = dialect->getNamespace();
-    if (ns == "math" && vector_math(inner.getName().getStringRef())) continue;
-    if (ns != "arith") return false;
-  }
-  return true;
-}
-
 // An input read along the innermost loop contiguously (that loop is its map's last result) or
 // not at all (broadcast); any other use of the innermost loop is a strided walk.
 bool contiguous_or_broadcast(mlir::AffineMap map, unsigned innermost) {
@@ -114,6 +100,20 @@ std::string tile_sizes_text(int rank, int square_dimension) {
 }
 
 }  // namespace
+
+// The body computes with arith and the math above only (what the vectoriser turns into vector
+// ops that lower).
+bool plain_arithmetic(mlir::linalg::GenericOp op) {
+  for (mlir::Operation& inner : op.getRegion().front()) {
+    mlir::Dialect* dialect = inner.getDialect();
+    if (mlir::isa<mlir::linalg::YieldOp>(inner)) continue;
+    if (dialect == nullptr || inner.getNumRegions() != 0) return false;
+    llvm::StringRef ns = dialect->getNamespace();
+    if (ns == "math" && vector_math(inner.getName().getStringRef())) continue;
+    if (ns != "arith") return false;
+  }
+  return true;
+}
 
 bool calls_math(mlir::linalg::GenericOp op) {
   for (mlir::Operation& inner : op.getRegion().front())

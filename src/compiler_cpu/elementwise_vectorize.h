@@ -19,6 +19,10 @@ inline constexpr const char* kElementwiseAttr = "kiln.rows";
 // Whether the generic's body calls a math-dialect function (exp, tanh, sqrt...).
 bool calls_math(mlir::linalg::GenericOp op);
 
+// Whether the generic's body is arith and math functions that have a vector form only (what
+// kiln's vectorisers turn into vector ops that lower).
+bool plain_arithmetic(mlir::linalg::GenericOp op);
+
 // Marks the kernels of a bufferized module that kiln vectorises itself and returns their groups,
 // one transform script each:
 // - elementwise linalg.generic ops that vectorise along their innermost dimension: every loop

@@ -28,6 +28,7 @@
 #include "compiler_cpu/loop_collapse.h"
 #include "compiler_cpu/parallel_loops.h"
 #include "compiler_cpu/pgle_codegen.h"
+#include "compiler_cpu/strided_vectorize.h"
 #include "compiler_cpu/transform_scripts.h"
 #include "kiln/config.h"
 #include "kiln/file.h"
@@ -952,6 +953,7 @@ class MlirModuleCompiler : public ModuleCompiler {
     reshapes_to_reinterpret_casts(*module);
     mark_absorbable_fills(*module);
     mlir::OwningOpRef<mlir::ModuleOp> untiled(module->clone());
+    if (elementwise) vectorize_strided_generics(*module);
     // Each group on its own: one that cannot apply leaves the others' code vectorised.
     for (int group : elementwise_groups)
       apply_optional_transform(module, elementwise_group_script(group).c_str());

@@ -2,6 +2,7 @@
 // double precision, at every effort level.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <random>
@@ -281,6 +282,78 @@ TEST_P(NumericsTest, ScalarArguments) {
   EXPECT_NE(wrong.status().message().find("argument 1 of 'axpn': expected f32, given f64"),
             std::string::npos)
       << wrong.status().message();
+}
+
+TEST_P(NumericsTest, StridedAndShiftedReads) {
+  Buffer x = random_f32({5, 75}, 40);
+  auto out = run("strided_reads.mlir", "every_other", {x});
+  ASSERT_EQ(out.size(), 1u);
+  std::vector<double> want(5 * 37);
+  for (int i = 0; i < 5; ++i)
+    for (int j = 0; j < 37; ++j) want[i * 37 + j] = x.as<float>()[i * 75 + 2 * j + 1];
+  expect_close(out[0], want, 0);
+
+  Buffer row = random_f32({31}, 41);
+  out = run("strided_reads.mlir", "every_other_to_the_end", {row});
+  ASSERT_EQ(out.size(), 1u);
+  want.assign(16, 0);
+  for (int j = 0; j < 16; ++j) want[j] = row.as<float>()[2 * j];
+  expect_close(out[0], want, 0);
+
+  Buffer wide = random_f32({4, 140}, 42), bias = random_f32({4}, 43), c = random_f32({4, 34}, 44);
+  out = run("strided_reads.mlir", "mixed_strides", {wide, bias, c});
+  ASSERT_EQ(out.size(), 1u);
+  want.assign(4 * 33, 0);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 33; ++j) {
+      const float* w = wide.as<float>() + i * 140;
+      want[i * 33 + j] =
+          double(w[3 * j]) * 2 + bias.as<float>()[i] - w[4 * j + 3] + c.as<float>()[i * 34 + j + 1];
+    }
+  expect_close(out[0], want, 1e-5);
+
+  Buffer image = random_f32({6, 50}, 45);
+  for (int64_t k = 0; k < image.element_count(); ++k) image.as<float>()[k] *= 100;
+  Buffer ints(DType::kI32, {6, 50});
+  for (int64_t k = 0; k < ints.element_count(); ++k)
+    ints.as<int32_t>()[k] = int32_t(image.as<float>()[k]);
+  out = run("strided_reads.mlir", "every_other_i32", {ints});
+  ASSERT_EQ(out.size(), 1u);
+  want.assign(3 * 24, 0);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 24; ++j) want[i * 24 + j] = ints.as<int32_t>()[2 * i * 50 + 2 * j + 1] + 7;
+  expect_close(out[0], want, 0);
+}
+
+TEST_P(NumericsTest, OutputsInterleavedAlongRows) {
+  Buffer x = random_f32({3, 19}, 47), y = random_f32({3, 18}, 48);
+  auto out = run("strided_reads.mlir", "interleaved_columns", {x, y});
+  ASSERT_EQ(out.size(), 1u);
+  std::vector<double> want(3 * 37);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 37; ++j)
+      want[i * 37 + j] = j % 2 == 0 ? double(x.as<float>()[i * 19 + j / 2]) + 1
+                                    : double(y.as<float>()[i * 18 + j / 2]) * 2;
+  expect_close(out[0], want, 0);
+}
+
+TEST_P(NumericsTest, StridedWindowMaximumKeepsNaNs) {
+  Buffer x = random_f32({3, 41}, 46);
+  const float nan = std::nanf("");
+  x.as<float>()[5] = nan;        // row 0: windows 1 and 2 (a window's middle tap, then its first)
+  x.as<float>()[41 + 40] = nan;  // row 1: the last window's last tap, in the partial vector
+  auto out = run("strided_reads.mlir", "window_max", {x});
+  ASSERT_EQ(out.size(), 1u);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 20; ++j) {
+      const float* r = x.as<float>() + i * 41 + 2 * j;
+      float got = out[0].as<float>()[i * 20 + j];
+      if (std::isnan(r[0]) || std::isnan(r[1]) || std::isnan(r[2])) {
+        EXPECT_TRUE(std::isnan(got)) << i << "," << j;
+      } else {
+        EXPECT_EQ(got, std::max({r[0], r[1], r[2]})) << i << "," << j;
+      }
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(EffortLevels, NumericsTest,

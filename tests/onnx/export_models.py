@@ -202,12 +202,32 @@ class StridedDepthwise(torch.nn.Module):
 
 class ShortRowPools(torch.nn.Module):
     """Max pools whose output rows are too short to vectorise along (computed channels-last):
-    windows hanging over the end (ceil mode), padding, dilation, rows of 6 to 14."""
+    windows hanging over the end (ceil mode), padding, dilation, rows of 3 to 6."""
     def forward(self, x):
         a = torch.nn.functional.max_pool2d(x, 3, 2, ceil_mode=True)
         b = torch.nn.functional.max_pool2d(-x, 2, 2, padding=1)
         c = torch.nn.functional.max_pool2d(a, 3, 1, padding=1, dilation=2)
         return torch.cat([torch.flatten(a, 1), torch.flatten(b, 1), torch.flatten(c, 1)], 1)
+
+
+class TapPools(torch.nn.Module):
+    """Max pools computed as one kernel over their taps: a convolution's ReLU pooled (kiln pools
+    first and applies the ReLU to the smaller result), a ReLU also read elsewhere (pooled as it
+    is), strides 1 to 3, padding, ceil mode, and NaNs (logarithms of negative inputs) that every
+    window holding one must keep."""
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(4, 6, 3, padding=1)
+        self.conv2 = torch.nn.Conv2d(4, 5, 1)
+
+    def forward(self, x):
+        f = torch.nn.functional
+        a = f.max_pool2d(torch.relu(self.conv1(x)), 3, 2, ceil_mode=True)
+        s = torch.relu(x)
+        b = f.max_pool2d(s, 2, 2, padding=1) * s.mean()
+        c = f.max_pool2d(torch.log(x), 3, 3, padding=1)
+        d = f.max_pool2d(self.conv2(x), 3, 1, padding=1)
+        return torch.cat([torch.flatten(t, 1) for t in (a, b, c, d)], 1)
 
 
 def transformer():
@@ -235,7 +255,9 @@ def build(name):
     if name == "winograd_convs":
         return WinogradConvs(), (1, 64, 20, 18)
     if name == "short_row_pools":
-        return ShortRowPools(), (1, 11, 27, 25)
+        return ShortRowPools(), (1, 11, 13, 11)
+    if name == "tap_pools":
+        return TapPools(), (1, 4, 40, 43)
     if name == "channels_last_blocks":
         return ChannelsLastBlocks(), (1, 40, 5, 7)
     if name == "resnet18":
@@ -304,7 +326,7 @@ def extras(out):
 def main():
     out = sys.argv[1]
     names = sys.argv[2:] or ["mlp", "small_cnn", "depthwise", "squeeze_excite", "shifted_convs",
-                             "short_row_pools", "pointwise_chains", "channels_last_blocks",
+                             "short_row_pools", "tap_pools", "pointwise_chains", "channels_last_blocks",
                              "strided_depthwise", "winograd_convs", "transformer", "recurrent", "resnet18", "mobilenet_v2", "extras"]
     os.makedirs(out, exist_ok=True)
     for name in names:

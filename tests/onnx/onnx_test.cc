@@ -36,7 +36,8 @@ ProcessResult kiln_run(const std::string& cache, std::vector<std::string> args,
   return run_process(argv, env);
 }
 
-// max |got - want| <= 1e-4 * max |want|, the bar for agreement with PyTorch.
+// max |got - want| <= 1e-4 * max |want|, the bar for agreement with PyTorch, and NaN
+// exactly where PyTorch has NaN.
 void expect_matches_reference(const std::string& got_path, const std::string& want_path) {
   auto got = read_npy(got_path);
   auto want = read_npy(want_path);
@@ -44,11 +45,20 @@ void expect_matches_reference(const std::string& got_path, const std::string& wa
   ASSERT_TRUE(want.ok()) << want.status().message();
   ASSERT_EQ(got->shape(), want->shape());
   double max_ref = 0, max_diff = 0;
+  int64_t nan_mismatches = 0, first_mismatch = -1;
   for (int64_t i = 0; i < want->element_count(); ++i) {
-    max_ref = std::max(max_ref, std::fabs(want->element_as_double(i)));
-    max_diff =
-        std::max(max_diff, std::fabs(got->element_as_double(i) - want->element_as_double(i)));
+    double g = got->element_as_double(i), w = want->element_as_double(i);
+    if (std::isnan(g) != std::isnan(w)) {
+      if (nan_mismatches++ == 0) first_mismatch = i;
+      continue;
+    }
+    if (std::isnan(w)) continue;
+    max_ref = std::max(max_ref, std::fabs(w));
+    max_diff = std::max(max_diff, std::fabs(g - w));
   }
+  EXPECT_EQ(nan_mismatches, 0) << got_path
+                               << ": NaN where PyTorch has none or the reverse, first at "
+                               << first_mismatch;
   EXPECT_LE(max_diff, 1e-4 * max_ref) << got_path << " differs from PyTorch";
 }
 
@@ -213,6 +223,41 @@ TEST(OnnxModelsTest, WinogradConvolutionsAreSixteenProducts) {
 // windows over the end, padding, dilation.
 TEST(OnnxModelsTest, ShortRowMaxPoolsMatchPyTorchAtEveryLevelAndThreadCount) {
   expect_matches_pytorch_at_every_level_and_thread_count("short_row_pools");
+}
+
+// Max pools over their taps as one kernel (strided reads vectorised): a ReLU pooled before it is
+// applied, strides 1-3, padding, ceil mode, and NaNs kept.
+TEST(OnnxModelsTest, TapMaxPoolsMatchPyTorchNaNsIncludedAtEveryLevelAndThreadCount) {
+  auto want = read_npy(model("tap_pools.expected.npy"));
+  ASSERT_TRUE(want.ok()) << want.status().message();
+  int64_t nans = 0;
+  for (int64_t i = 0; i < want->element_count(); ++i)
+    nans += std::isnan(want->element_as_double(i));
+  EXPECT_GT(nans, 0) << "the model's logarithms should give NaNs for the pools to keep";
+  EXPECT_LT(nans, want->element_count() / 2);
+  expect_matches_pytorch_at_every_level_and_thread_count("tap_pools");
+}
+
+// The ReLU after a convolution is applied after the pool, to its output: no kernel computes a
+// maximum over the convolution's full 6x40x43 result, the pool's kernel (6x20x21 out) computes
+// one, once per output (not once per tap, as a ReLU merged into the pool's taps would).
+TEST(OnnxModelsTest, AMaxPoolOfAReluPoolsFirst) {
+  std::string bufferized = dumped_stage("tap_pools", "1-bufferized.mlir");
+  ASSERT_NE(bufferized.find("func.func @main("), std::string::npos) << bufferized.substr(0, 2000);
+  bool pooled_relu = false;
+  for (size_t at = bufferized.find("linalg.generic"); at != std::string::npos;) {
+    size_t next = bufferized.find("linalg.generic", at + 1);
+    std::string kernel = bufferized.substr(at, next == std::string::npos ? next : next - at);
+    std::string outs = kernel.substr(kernel.find("outs("), 40);
+    bool maximum = kernel.find("arith.maximumf") != std::string::npos;
+    EXPECT_FALSE(maximum && outs.find("memref<1x6x40x43") != std::string::npos) << kernel;
+    if (maximum && outs.find("memref<1x6x20x21") != std::string::npos) {
+      pooled_relu = true;
+      EXPECT_EQ(kernel.find("arith.maximumf"), kernel.rfind("arith.maximumf")) << kernel;
+    }
+    at = next;
+  }
+  EXPECT_TRUE(pooled_relu) << bufferized;
 }
 
 // `kiln run model.onnx --pgle`: the model's own weights through the instrumented and the
