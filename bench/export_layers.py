@@ -40,6 +40,8 @@ LAYERS = {
     "conv3_64_56": (lambda: torch.nn.Conv2d(64, 64, 3, 1, 1, bias=False), (1, 64, 56, 56)),
     "conv3_16_64_55": (lambda: torch.nn.Conv2d(16, 64, 3, 1, 1), (1, 16, 55, 55)),
     "conv3_32_128_27": (lambda: torch.nn.Conv2d(32, 128, 3, 1, 1), (1, 32, 27, 27)),
+    # resnet18's last stage: a 3x3 512 -> 512 convolution on 7x7 pixels (49 x 4608 by 4608 x 512).
+    "conv3_512_7": (lambda: torch.nn.Conv2d(512, 512, 3, 1, 1, bias=False), (1, 512, 7, 7)),
     # squeezenet1_1's stem (3x3 stride-2 conv, ReLU, 3x3 stride-2 max pool) and its next two
     # max pools (55 and 27 wide, ceil mode).
     "sq_stem": (lambda: torch.nn.Sequential(

@@ -316,6 +316,7 @@ class Importer {
       for (const std::string& in : node.input()) consumers_.emplace(in, &node);
       for (const std::string& out : node.output()) producer_[out] = &node;
     }
+    for (const auto& output : graph.output()) graph_outputs_.insert(output.name());
     for (const auto& node : graph.node()) {
       node_ = &node;
       where_ = "node '" + (node.name().empty() ? node.op_type() : node.name()) + "' (" +
@@ -3149,8 +3150,36 @@ class Importer {
       Value padded = pad(x, low, high, 0);
       y = conv_core(padded, w, win.strides, win.dilations, group, win.out);
     }
-    if (has_input(2)) y = add_channel_bias(y, input(2));
+    if (has_input(2)) {
+      if (bias_waits_for_pool(*node_))
+        deferred_bias_[node_->output(0)] = input(2);
+      else
+        y = add_channel_bias(y, input(2));
+    }
     return y;
+  }
+
+  // The node reading `name`, when it is the only reader and `name` is not a graph output.
+  const onnx::NodeProto* only_reader(const std::string& name) const {
+    if (graph_outputs_.count(name) || consumers_.count(name) != 1) return nullptr;
+    return consumers_.find(name)->second;
+  }
+
+  static bool pools_a_relu(const onnx::NodeProto& pool) {
+    return pool.op_type() == "MaxPool" && pool.input_size() == 1 &&
+           (pool.output_size() == 1 || pool.output(1).empty());
+  }
+
+  // Whether a float Conv's bias can be added after the max pool its ReLU feeds: pool(relu(x + b))
+  // is relu(pool(x) + b) for a per-channel b, and the pool (which takes the ReLU after it, see
+  // before_relu) then adds it to its 4x smaller output in its own kernel instead of a pass over
+  // the Conv's output (resnet18's and squeezenet1_1's stems).
+  bool bias_waits_for_pool(const onnx::NodeProto& conv) {
+    if (conv.output_size() != 1 || !is_float_type(input(0).elem)) return false;
+    const onnx::NodeProto* relu = only_reader(conv.output(0));
+    if (relu == nullptr || relu->op_type() != "Relu" || relu->input_size() != 1) return false;
+    const onnx::NodeProto* pool = only_reader(relu->output(0));
+    return pool != nullptr && pools_a_relu(*pool);
   }
 
   // Whether a strided depthwise convolution runs as taps over phase planes
@@ -3987,10 +4016,13 @@ class Importer {
   }
 
   Value pool(bool is_max) {
-    if (is_max && node_->input_size() == 1 && node_->output_size() == 1) {
+    if (is_max && pools_a_relu(*node_)) {
       if (const Value* source = before_relu(node_->input(0))) {
-        if (is_float_type(source->elem) && !source->is_const) {
+        const std::string& relu_input = producer_.at(node_->input(0))->input(0);
+        auto bias = deferred_bias_.find(relu_input);
+        if (bias != deferred_bias_.end() || (is_float_type(source->elem) && !source->is_const)) {
           Value pooled = pool_of(*source, is_max);
+          if (bias != deferred_bias_.end()) pooled = add_channel_bias(pooled, bias->second);
           return unary("Relu", pooled);
         }
       }
@@ -4159,13 +4191,13 @@ class Importer {
     const Shape span = {out_shape[0], out_shape[1], (out_shape[2] - 1) * win.strides[0] + 1,
                         (out_shape[3] - 1) * win.strides[1] + 1};
     std::string map = "affine_map<(d0, d1, d2, d3) -> (d0, d1, d2 * " +
-                      std::to_string(win.strides[0]) + ", d3 * " +
-                      std::to_string(win.strides[1]) + ")>, ";
+                      std::to_string(win.strides[0]) + ", d3 * " + std::to_string(win.strides[1]) +
+                      ")>, ";
     std::string maps, types, ins;
     for (int64_t i = 0; i < win.kernel[0]; ++i)
       for (int64_t j = 0; j < win.kernel[1]; ++j) {
-        Value tap = slice(padded, {0, 0, i * win.dilations[0], j * win.dilations[1]}, span,
-                          {1, 1, 1, 1});
+        Value tap =
+            slice(padded, {0, 0, i * win.dilations[0], j * win.dilations[1]}, span, {1, 1, 1, 1});
         maps += map;
         ins += (ins.empty() ? "" : ", ") + ssa(tap);
         types += (types.empty() ? "" : ", ") + tap.type();
@@ -4534,6 +4566,10 @@ class Importer {
   // The nodes that read each value, by name.
   std::multimap<std::string, const onnx::NodeProto*> consumers_;
   std::map<std::string, const onnx::NodeProto*> producer_;
+  std::set<std::string> graph_outputs_;
+  // Conv biases left for the max pool after the Conv's ReLU to add (bias_waits_for_pool), by the
+  // Conv's output name.
+  std::map<std::string, Value> deferred_bias_;
   int next_id_ = 0;
 };
 

@@ -238,9 +238,10 @@ TEST(OnnxModelsTest, TapMaxPoolsMatchPyTorchNaNsIncludedAtEveryLevelAndThreadCou
   expect_matches_pytorch_at_every_level_and_thread_count("tap_pools");
 }
 
-// The ReLU after a convolution is applied after the pool, to its output: no kernel computes a
-// maximum over the convolution's full 6x40x43 result, the pool's kernel (6x20x21 out) computes
-// one, once per output (not once per tap, as a ReLU merged into the pool's taps would).
+// The bias and ReLU after a convolution are applied after the pool, to its output: no kernel
+// computes a maximum over the convolution's full 6x40x43 result, the pool's kernel (6x20x21 out)
+// adds the bias and computes one maximum per output (not one per tap, as a ReLU merged into the
+// pool's taps would).
 TEST(OnnxModelsTest, AMaxPoolOfAReluPoolsFirst) {
   std::string bufferized = dumped_stage("tap_pools", "1-bufferized.mlir");
   ASSERT_NE(bufferized.find("func.func @main("), std::string::npos) << bufferized.substr(0, 2000);
@@ -254,6 +255,7 @@ TEST(OnnxModelsTest, AMaxPoolOfAReluPoolsFirst) {
     if (maximum && outs.find("memref<1x6x20x21") != std::string::npos) {
       pooled_relu = true;
       EXPECT_EQ(kernel.find("arith.maximumf"), kernel.rfind("arith.maximumf")) << kernel;
+      EXPECT_NE(kernel.find("memref<6x1x1xf32>"), std::string::npos) << kernel;
     }
     at = next;
   }
