@@ -188,7 +188,7 @@ Result<ModuleSource> onnx_module_source(const OnnxModel& model,
                             " inputs");
   KILN_ASSIGN_OR_RETURN(std::vector<const Buffer*> statics, static_values_of(model, input_values));
   // The importer's output is part of what this names: bump the version when the lowering changes.
-  std::string identity = "kiln onnx model v21\n" +
+  std::string identity = "kiln onnx model v22\n" +
                          std::string(model.fold_weights() ? "weights folded\n" : "") +
                          "structure " + model.structure_digest() + "\ninput shapes " +
                          shapes_text(input_shapes) + "\n";
