@@ -9,6 +9,9 @@ second process served from the cache, spawn to exit), run time (median of RUNS, 
 graph optimisation 'all', spinning off for T > 1) and PyTorch eager (torch.set_num_threads(T)).
 Each peer runs in its own process with OMP/OpenBLAS threads set to T; peak memory is that
 process's own resident high-water mark (VmHWM; ru_maxrss would include the forking Python's).
+Every timed process of a thread count T runs on the same T CPUs (the lowest this process may
+use, or --cpus): on this VM the two vCPUs differ (resnet18 at T=1: kiln 18.8 ms on cpu0 and
+22.9 on cpu1, ONNX Runtime 18.2 and 19.5), and unpinned peers landed on either.
 Ratios > 1 mean kiln is faster. Models come from tests/onnx/export_models.py (random init,
 seed 0, batch 1); ONNX Runtime is installed from npm into build/bench-ort on first use."""
 import argparse
@@ -27,10 +30,12 @@ DEFAULT_MODELS = ["mlp", "transformer", "resnet18", "mobilenet_v2", "squeezenet1
                   "efficientnet_b0"]
 
 
-def run(argv, env=None):
-    """Runs argv; returns (stdout, wall seconds)."""
+def run(argv, env=None, cpus=None):
+    """Runs argv (on `cpus` when given); returns (stdout, wall seconds)."""
     start = time.perf_counter()
-    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                          preexec_fn=pin)
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit("%s failed (%d): %s" % (" ".join(argv[:3]), proc.returncode,
@@ -88,10 +93,14 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--threads", default="1")
     parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--cpus", default="",
+                        help="CPUs to time on, comma-separated (default: the lowest ones allowed)")
     parser.add_argument("models", nargs="*")
     args = parser.parse_args()
     models = args.models or DEFAULT_MODELS
     threads = [int(t) for t in args.threads.split(",")]
+    allowed = ([int(c) for c in args.cpus.split(",")] if args.cpus
+               else sorted(os.sched_getaffinity(0)))
     ensure_ort()
     import numpy as np
     rows = []
@@ -100,6 +109,7 @@ def main():
         x = np.load(os.path.join(MODELS, name + ".input.npy")).astype(np.float32)
         for t in threads:
             env = thread_env(t)
+            cpus = set(allowed[:t])
             with tempfile.TemporaryDirectory() as tmp:
                 raw = os.path.join(tmp, "input.bin")
                 x.tofile(raw)
@@ -108,18 +118,19 @@ def main():
                         npy]
                 _, cold_s = run(kiln, env)
                 warm = [run(kiln, env)[1] for _ in range(5)]
-                out, _ = run(kiln + ["--repeat", str(args.runs), "--json"], env)
+                out, _ = run(kiln + ["--repeat", str(args.runs), "--json"], env, cpus)
                 kiln_ms = json.loads(out)["timings_ms"]["run_median"]
                 kiln_rss = json.loads(out)["peak_memory_mib"]
                 out, _ = run(["node", os.path.join(ROOT, "bench", "onnx", "ort_run.js"),
                                        model, raw, ",".join(map(str, x.shape)), str(t),
                                        str(args.runs)],
-                                      dict(env, NODE_PATH=os.path.join(ORT_DIR, "node_modules")))
+                                      dict(env, NODE_PATH=os.path.join(ORT_DIR, "node_modules")),
+                                      cpus)
                 ort_ms = json.loads(out)["median_ms"]
                 ort_rss = json.loads(out)["peak_mib"]
                 out, _ = run(["/usr/bin/python3", "-c", TORCH_TIMER,
                                          os.path.join(ROOT, "tests", "onnx"), name, str(t), npy,
-                                         str(args.runs)], env)
+                                         str(args.runs)], env, cpus)
                 torch_ms = json.loads(out)["median_ms"]
                 torch_rss = json.loads(out)["peak_mib"]
             rows.append((name, t, cold_s, statistics.median(warm) * 1e3, kiln_ms, ort_ms, torch_ms,
