@@ -23,14 +23,20 @@ def main():
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--repeat", type=int, default=21, help="runs per kiln invocation")
     ap.add_argument("--threads", default="1", help="KILN_NUM_THREADS")
+    ap.add_argument("--cpus", default="",
+                    help="CPUs every run is pinned to, comma-separated (default: the lowest "
+                    "THREADS ones allowed; this VM's vCPUs differ in speed)")
     a = ap.parse_args()
+    allowed = [int(c) for c in a.cpus.split(",")] if a.cpus else sorted(os.sched_getaffinity(0))
+    cpus = set(allowed[:int(a.threads)])
     medians = {x: [] for x in a.executables}
     for r in range(a.rounds):
         order = a.executables[r % len(a.executables):] + a.executables[:r % len(a.executables)]
         for x in order:
             out = subprocess.run([a.kiln, "run", x, "--input", a.input, "--repeat", str(a.repeat),
                                   "--set", "KILN_NUM_THREADS=" + a.threads],
-                                 capture_output=True, text=True, check=True).stdout
+                                 capture_output=True, text=True, check=True,
+                                 preexec_fn=lambda: os.sched_setaffinity(0, cpus)).stdout
             m = re.search(r"median ([0-9.]+) ms", out)
             if not m:
                 raise SystemExit("no median in kiln's output for " + x + ":\n" + out)
