@@ -20,7 +20,8 @@ inline constexpr const char* kElementwiseAttr = "kiln.rows";
 bool calls_math(mlir::linalg::GenericOp op);
 
 // Whether the generic's body is arith and math functions that have a vector form only (what
-// kiln's vectorisers turn into vector ops that lower).
+// kiln's vectorisers turn into vector ops that lower), without integer division (a partial
+// vector's unused lanes could divide by zero).
 bool plain_arithmetic(mlir::linalg::GenericOp op);
 
 // Marks the kernels of a bufferized module that kiln vectorises itself and returns their groups,

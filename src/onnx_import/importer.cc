@@ -4004,8 +4004,8 @@ class Importer {
 
   // The input of the Relu that computes the value `name` for this node alone: a max pool of it
   // then Relu gives the same (Relu is monotone, NaN included) on the pool's 4x smaller output,
-  // where it joins the pool's kernel, and the producer's bias joins its product (kept apart
-  // from it by the Relu before). Null when there is no such Relu.
+  // where it joins the pool's kernel (with the Conv bias bias_waits_for_pool left for it). Null
+  // when there is no such Relu.
   const Value* before_relu(const std::string& name) {
     auto made = producer_.find(name);
     if (made == producer_.end() || made->second->op_type() != "Relu" ||

@@ -325,6 +325,29 @@ TEST_P(NumericsTest, StridedAndShiftedReads) {
   expect_close(out[0], want, 0);
 }
 
+// Integer division never runs on a partial vector's unused lanes (x86 divides lane by lane; a
+// zero there trapped with SIGFPE).
+TEST_P(NumericsTest, IntegerDivisionOnRowsWithPartialVectors) {
+  Buffer x(DType::kI32, {2, 74}), d(DType::kI32, {2, 37});
+  for (int64_t k = 0; k < x.element_count(); ++k) x.as<int32_t>()[k] = int32_t(k * 7 - 200);
+  for (int64_t k = 0; k < d.element_count(); ++k) d.as<int32_t>()[k] = int32_t(k % 5 + 1);
+  auto out = run("strided_reads.mlir", "every_other_divided", {x, d});
+  ASSERT_EQ(out.size(), 1u);
+  std::vector<double> want(2 * 37);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 37; ++j)
+      want[i * 37 + j] = x.as<int32_t>()[i * 74 + 2 * j] / d.as<int32_t>()[i * 37 + j];
+  expect_close(out[0], want, 0);
+
+  // The same rows read in place: a remainder (a ones-filled run trapped here before the fix).
+  Buffer a(DType::kI32, {2, 37});
+  for (int64_t k = 0; k < a.element_count(); ++k) a.as<int32_t>()[k] = int32_t(k * 13 - 300);
+  out = run("strided_reads.mlir", "divided", {a, d});
+  ASSERT_EQ(out.size(), 1u);
+  for (int64_t k = 0; k < a.element_count(); ++k) want[k] = a.as<int32_t>()[k] % d.as<int32_t>()[k];
+  expect_close(out[0], want, 0);
+}
+
 TEST_P(NumericsTest, OutputsInterleavedAlongRows) {
   Buffer x = random_f32({3, 19}, 47), y = random_f32({3, 18}, 48);
   auto out = run("strided_reads.mlir", "interleaved_columns", {x, y});

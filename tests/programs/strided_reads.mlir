@@ -111,3 +111,34 @@ func.func @interleaved_columns(%x: tensor<3x19xf32>, %y: tensor<3x18xf32>) -> te
   %both = tensor.insert_slice %b into %even[0, 1] [3, 18] [1, 2] : tensor<3x18xf32> into tensor<3x37xf32>
   return %both : tensor<3x37xf32>
 }
+
+// Integer division after a stride-2 read: out[i, j] = x[i, 2j] / d[i, j] over 37 columns (the
+// partial last vector must not divide lanes past the row).
+func.func @every_other_divided(%x: tensor<2x74xi32>, %d: tensor<2x37xi32>) -> tensor<2x37xi32> {
+  %e = tensor.empty() : tensor<2x37xi32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j * 2)>,
+                                        affine_map<(i, j) -> (i, j)>,
+                                        affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%x, %d : tensor<2x74xi32>, tensor<2x37xi32>) outs(%e : tensor<2x37xi32>) {
+  ^bb0(%a: i32, %b: i32, %o: i32):
+    %q = arith.divsi %a, %b : i32
+    linalg.yield %q : i32
+  } -> tensor<2x37xi32>
+  return %r : tensor<2x37xi32>
+}
+
+// Integer division elementwise over 37-wide rows (linalg's vectoriser's partial vectors).
+func.func @divided(%x: tensor<2x37xi32>, %d: tensor<2x37xi32>) -> tensor<2x37xi32> {
+  %e = tensor.empty() : tensor<2x37xi32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>,
+                                        affine_map<(i, j) -> (i, j)>,
+                                        affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%x, %d : tensor<2x37xi32>, tensor<2x37xi32>) outs(%e : tensor<2x37xi32>) {
+  ^bb0(%a: i32, %b: i32, %o: i32):
+    %q = arith.remsi %a, %b : i32
+    linalg.yield %q : i32
+  } -> tensor<2x37xi32>
+  return %r : tensor<2x37xi32>
+}
