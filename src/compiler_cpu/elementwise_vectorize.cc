@@ -54,11 +54,7 @@ bool vectorizes_along_rows(mlir::linalg::GenericOp op) {
     if (!shaped || shaped.getRank() == 0 || !shaped.hasStaticShape() ||
         !shaped.isLastDimUnitStride())
       return false;
-    if (!shaped.getElementType().isIntOrIndexOrFloat()) return false;
-    // A vector of i1 is stored as packed bits, a memref of i1 one byte per element.
-    if (auto integer = mlir::dyn_cast<mlir::IntegerType>(shaped.getElementType());
-        integer && integer.getWidth() % 8 != 0)
-      return false;
+    if (!vector_element(shaped.getElementType())) return false;
   }
   llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   unsigned innermost = op.getNumLoops() - 1;
@@ -119,6 +115,13 @@ bool plain_arithmetic(mlir::linalg::GenericOp op) {
       return false;
   }
   return true;
+}
+
+bool vector_element(mlir::Type type) {
+  if (!type.isIntOrIndexOrFloat()) return false;
+  // A vector of i1 is stored as packed bits, a memref of i1 one byte per element.
+  auto integer = mlir::dyn_cast<mlir::IntegerType>(type);
+  return !integer || integer.getWidth() % 8 == 0;
 }
 
 bool calls_math(mlir::linalg::GenericOp op) {

@@ -6,6 +6,7 @@
 
 namespace mlir {
 class ModuleOp;
+class Type;
 namespace linalg {
 class GenericOp;
 }
@@ -15,6 +16,10 @@ namespace kiln::cpu {
 
 // The mark prepare_elementwise puts on the generics it selects (their loop count).
 inline constexpr const char* kElementwiseAttr = "kiln.rows";
+
+// Whether kiln's vectorisers handle memrefs of this element type (ints of whole bytes, floats,
+// index).
+bool vector_element(mlir::Type type);
 
 // Whether the generic's body calls a math-dialect function (exp, tanh, sqrt...).
 bool calls_math(mlir::linalg::GenericOp op);

@@ -54,13 +54,6 @@ int64_t constant_term(mlir::AffineExpr e) {
   return e.getKind() == mlir::AffineExprKind::Add ? lhs + rhs : lhs * rhs;
 }
 
-bool vector_element(mlir::Type t) {
-  if (!t.isIntOrIndexOrFloat()) return false;
-  // A vector of i1 is stored as packed bits, a memref of i1 one byte per element.
-  auto integer = mlir::dyn_cast<mlir::IntegerType>(t);
-  return !integer || integer.getWidth() % 8 == 0;
-}
-
 // An output written every other element along its rows: a view (memref.subview, static offsets
 // and strides, stride 2 in the innermost dimension) of a buffer with contiguous rows, the view
 // reaching its rows' ends (so lanes past it fall outside the buffer's rows). Winograd's output
