@@ -77,7 +77,7 @@ mlir::memref::SubViewOp interleaved_view(mlir::Value output) {
 
 struct Plan {
   std::vector<int64_t> strides;  // each input's stride along the innermost loop (0: broadcast)
-  bool interleaved = false;      // the output is an interleaved_view
+  mlir::memref::SubViewOp interleaved;  // the output's interleaved_view, if it is one
 };
 
 // How the generic is vectorised, when it qualifies.
@@ -92,8 +92,9 @@ std::optional<Plan> plan_for(mlir::linalg::GenericOp op) {
     if (!type || !type.hasStaticShape() || !vector_element(type.getElementType()))
       return std::nullopt;
     if (type.getRank() == 0 || type.isLastDimUnitStride()) continue;
-    if (v != output || !interleaved_view(v)) return std::nullopt;
-    plan.interleaved = true;
+    if (v != output) return std::nullopt;
+    plan.interleaved = interleaved_view(v);
+    if (!plan.interleaved) return std::nullopt;
   }
   mlir::Block& body = op.getRegion().front();
   if (plan.interleaved && !body.getArgument(body.getNumArguments() - 1).use_empty())
@@ -144,10 +145,10 @@ class StridedRows {
       ivs.push_back(loop.getInductionVar());
     }
     int64_t row = ranges[innermost];
-    int64_t whole = row / width_ * width_;
-    whole_ = whole;
-    if (whole > 0) {
-      auto loop = mlir::scf::ForOp::create(b, loc_, index(b, 0), index(b, whole), index(b, width_));
+    whole_ = row / width_ * width_;
+    if (whole_ > 0) {
+      auto loop =
+          mlir::scf::ForOp::create(b, loc_, index(b, 0), index(b, whole_), index(b, width_));
       loop->setAttr(kParallelLoopAttr, b.getUnitAttr());
       mlir::OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
@@ -155,9 +156,9 @@ class StridedRows {
       step(b, ivs, /*in_bounds=*/true);
       ivs.pop_back();
     }
-    if (whole < row) {
+    if (whole_ < row) {
       // The last, partial vector: transfers masked to the row's end.
-      ivs.push_back(index(b, whole));
+      ivs.push_back(index(b, whole_));
       step(b, ivs, /*in_bounds=*/false);
     }
     op_.erase();
@@ -183,13 +184,13 @@ class StridedRows {
 
   // Whether every whole vector step's read of `stride` full vectors from an input stays inside
   // its innermost dimension (the span's last stride - 1 elements lie past the lanes used).
-  bool span_in_bounds(mlir::Value memref, mlir::AffineMap map, int64_t stride, int64_t whole) {
+  bool span_in_bounds(mlir::Value memref, mlir::AffineMap map, int64_t stride) {
     auto type = mlir::cast<mlir::MemRefType>(memref.getType());
     llvm::SmallVector<int64_t> ranges = op_.getStaticLoopRanges();
     mlir::AffineExpr e = map.getResults().back();
     int64_t largest = constant_term(e);
     for (unsigned d = 0; d < ranges.size(); ++d) {
-      int64_t top = d + 1 == ranges.size() ? whole - width_ : ranges[d] - 1;
+      int64_t top = d + 1 == ranges.size() ? whole_ - width_ : ranges[d] - 1;
       int64_t c = coefficient(e, d).value_or(0);
       if (c > 0) largest += c * top;
     }
@@ -211,7 +212,7 @@ class StridedRows {
     if (stride == 2) {
       // Two vectors, then the even lanes of both: as one shuffle of one double-width read, LLVM
       // moves the shuffle after the arithmetic, which then runs on twice the lanes.
-      bool whole = in_bounds && span_in_bounds(memref, map, stride, whole_);
+      bool whole = in_bounds && span_in_bounds(memref, map, stride);
       mlir::VectorType v = vector_of(element);
       mlir::Value low = mlir::vector::TransferReadOp::create(b, loc_, v, memref, at, std::nullopt,
                                                              llvm::ArrayRef<bool>{whole});
@@ -286,7 +287,7 @@ class StridedRows {
   // other elements are written back as they were (the kernel writing them runs before or after).
   void write_interleaved(mlir::OpBuilder& b, mlir::Value lanes, mlir::ValueRange ivs,
                          bool in_bounds) {
-    auto view = interleaved_view(op_.getDpsInitOperand(0)->get());
+    mlir::memref::SubViewOp view = interleaved_;
     mlir::Value source = view.getSource();
     llvm::SmallVector<mlir::Value> at;
     for (size_t d = 0; d < ivs.size(); ++d) {
@@ -309,7 +310,7 @@ class StridedRows {
 
   mlir::linalg::GenericOp op_;
   std::vector<int64_t> strides_;
-  bool interleaved_;
+  mlir::memref::SubViewOp interleaved_;  // null: the output is written directly
   mlir::Location loc_;
   int64_t width_;
   int64_t whole_ = 0;  // the row's part in whole vectors
