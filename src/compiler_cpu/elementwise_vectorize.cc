@@ -11,8 +11,10 @@
 namespace kiln::cpu {
 namespace {
 
-// One AVX2 register of f32: the widest glibc's vector math library has exp, tanh... for.
+// One AVX2 register of f32: the widest glibc's vector math library has exp, tanh... for (LLVM
+// maps no 16-lane form to it). Kernels without such calls use 16 lanes, a zmm register.
 constexpr int64_t kElementwiseVector = 8;
+constexpr int64_t kWideVector = 16;
 // Innermost sizes below this stay scalar loops: a vector would be mostly mask.
 constexpr int64_t kMinRow = 8;
 // ...unless the body calls math functions: one masked vector call (expf for 8) beats one libm
@@ -22,6 +24,8 @@ constexpr int64_t kMinMathRow = 4;
 // Transposes are marked kTransposeGroups + rank * kMaxTransposeRank + (the output dimension the
 // input's rows run along): one script per such shape of tile.
 constexpr int kTransposeGroups = 1000;
+// Elementwise kernels of 16 lanes are marked kWideGroups + rank; those of 8, rank.
+constexpr int kWideGroups = 500;
 constexpr int kMaxTransposeRank = 8;
 
 // Math functions whose vector form lowers to LLVM intrinsics (and from there to libmvec or
@@ -33,6 +37,14 @@ bool vector_math(llvm::StringRef name) {
       "math.floor", "math.ceil", "math.round", "math.roundeven", "math.trunc",
       "math.fma",   "math.powf", "math.sin",   "math.cos",       "math.copysign"};
   return known.contains(name);
+}
+
+// Math functions whose vector form is a call into glibc's vector math library.
+bool library_math(llvm::StringRef name) {
+  static const llvm::StringSet<> calls = {"math.exp",   "math.exp2",  "math.log",  "math.log2",
+                                          "math.log10", "math.log1p", "math.tanh", "math.powf",
+                                          "math.sin",   "math.cos"};
+  return calls.contains(name);
 }
 
 // An input read along the innermost loop contiguously (that loop is its map's last result) or
@@ -87,11 +99,10 @@ std::optional<int> transpose_tile_dimension(mlir::linalg::TransposeOp op) {
   return along;
 }
 
-std::string tile_sizes_text(int rank, int square_dimension) {
+std::string tile_sizes_text(int rank, int square_dimension, int64_t lanes) {
   std::string out = "[";
   for (int d = 0; d < rank; ++d)
-    out += (d ? ", " : "") +
-           std::to_string(d + 1 == rank || d == square_dimension ? kElementwiseVector : 1);
+    out += (d ? ", " : "") + std::to_string(d + 1 == rank || d == square_dimension ? lanes : 1);
   return out + "]";
 }
 
@@ -124,6 +135,12 @@ bool vector_element(mlir::Type type) {
   return !integer || integer.getWidth() % 8 == 0;
 }
 
+bool calls_library_math(mlir::linalg::GenericOp op) {
+  for (mlir::Operation& inner : op.getRegion().front())
+    if (library_math(inner.getName().getStringRef())) return true;
+  return false;
+}
+
 bool calls_math(mlir::linalg::GenericOp op) {
   for (mlir::Operation& inner : op.getRegion().front())
     if (inner.getDialect() != nullptr && inner.getDialect()->getNamespace() == "math") return true;
@@ -136,8 +153,9 @@ std::set<int> prepare_elementwise(mlir::ModuleOp module) {
   module.walk([&](mlir::linalg::GenericOp op) {
     if (!vectorizes_along_rows(op)) return;
     int rank = static_cast<int>(op.getNumLoops());
-    op->setAttr(kElementwiseAttr, b.getI64IntegerAttr(rank));
-    groups.insert(rank);
+    int group = calls_library_math(op) ? rank : kWideGroups + rank;
+    op->setAttr(kElementwiseAttr, b.getI64IntegerAttr(group));
+    groups.insert(group);
   });
   module.walk([&](mlir::linalg::TransposeOp op) {
     std::optional<int> along = transpose_tile_dimension(op);
@@ -152,9 +170,11 @@ std::set<int> prepare_elementwise(mlir::ModuleOp module) {
 
 std::string elementwise_group_script(int group) {
   bool transpose = group >= kTransposeGroups;
-  int rank = transpose ? (group - kTransposeGroups) / kMaxTransposeRank : group;
+  bool wide = !transpose && group >= kWideGroups;
+  int rank = transpose ? (group - kTransposeGroups) / kMaxTransposeRank
+                       : (wide ? group - kWideGroups : group);
   int square = transpose ? (group - kTransposeGroups) % kMaxTransposeRank : -1;
-  std::string sizes = tile_sizes_text(rank, square);
+  std::string sizes = tile_sizes_text(rank, square, wide ? kWideVector : kElementwiseVector);
   std::string any = "!transform.any_op";
   std::string results = "(" + any;
   for (int d = 0; d < rank; ++d) results += ", " + any;

@@ -14,7 +14,7 @@ class GenericOp;
 
 namespace kiln::cpu {
 
-// The mark prepare_elementwise puts on the generics it selects (their loop count).
+// The mark prepare_elementwise puts on the kernels it selects (their group: loop count and lanes).
 inline constexpr const char* kElementwiseAttr = "kiln.rows";
 
 // Whether kiln's vectorisers handle memrefs of this element type (ints of whole bytes, floats,
@@ -23,6 +23,9 @@ bool vector_element(mlir::Type type);
 
 // Whether the generic's body calls a math-dialect function (exp, tanh, sqrt...).
 bool calls_math(mlir::linalg::GenericOp op);
+// Whether it calls a math function whose vector form is a library call (exp, log, tanh...): such
+// kernels use 8 lanes, the widest the library has; others 16.
+bool calls_library_math(mlir::linalg::GenericOp op);
 
 // Whether the generic's body is arith and math functions that have a vector form only (what
 // kiln's vectorisers turn into vector ops that lower), without integer division (a partial

@@ -24,6 +24,7 @@
 #include "compiler_cpu/early_free.h"
 #include "compiler_cpu/elementwise_vectorize.h"
 #include "compiler_cpu/epilogue_fusion.h"
+#include "compiler_cpu/fast_exp.h"
 #include "compiler_cpu/llvm_codegen.h"
 #include "compiler_cpu/loop_collapse.h"
 #include "compiler_cpu/parallel_loops.h"
@@ -947,6 +948,7 @@ class MlirModuleCompiler : public ModuleCompiler {
                           const std::string& module_name) {
     std::set<int> elementwise_groups;
     if (elementwise) {
+      expand_exponentials(*module);
       collapse_short_loops(*module);
       elementwise_groups = prepare_elementwise(*module);
     }

@@ -18,8 +18,8 @@
 namespace kiln::cpu {
 namespace {
 
-// A zmm register of f32; bodies that call math functions use 8 (glibc's vector math library has
-// no 16-lane forms LLVM maps to).
+// A zmm register of f32; bodies that call library math functions use 8 (glibc's vector math
+// library has no 16-lane forms LLVM maps to).
 constexpr int64_t kVector = 16;
 constexpr int64_t kMathVector = 8;
 constexpr int64_t kMinRow = 8;
@@ -130,7 +130,7 @@ class StridedRows {
         strides_(std::move(plan.strides)),
         interleaved_(plan.interleaved),
         loc_(op.getLoc()) {
-    width_ = calls_math(op) ? kMathVector : kVector;
+    width_ = calls_library_math(op) ? kMathVector : kVector;
   }
 
   void rewrite() {

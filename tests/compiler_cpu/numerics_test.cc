@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <random>
 
 #include "test_support.h"
@@ -377,6 +378,70 @@ TEST_P(NumericsTest, StridedWindowMaximumKeepsNaNs) {
         EXPECT_EQ(got, std::max({r[0], r[1], r[2]})) << i << "," << j;
       }
     }
+}
+
+// exp(x) as the C library computes it, within 2e-6 relative where that is a normal float; below
+// the normal range, 0 or a subnormal; +inf and NaN where the library has them.
+void expect_exp(float got, double want, const std::string& where) {
+  if (std::isnan(want)) {
+    EXPECT_TRUE(std::isnan(got)) << where;
+  } else if (want > double(std::numeric_limits<float>::max())) {
+    EXPECT_EQ(got, std::numeric_limits<float>::infinity()) << where;
+  } else if (want < double(std::numeric_limits<float>::min())) {
+    EXPECT_GE(got, 0.0f) << where;
+    EXPECT_LT(got, std::numeric_limits<float>::min()) << where;
+  } else {
+    EXPECT_NEAR(got / want, 1.0, 2e-6) << where << ": exp = " << want << ", got " << got;
+  }
+}
+
+TEST_P(NumericsTest, ExponentialsAcrossTheFloatRange) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> edges = {
+      -inf,     -1000, -104,       -103.9f, -90,     -87.4f, -87.3366f, -87.33f, -87.3f,
+      -50,      -10,   -1,         -0.5f,   -1e-30f, -0.0f,  0.0f,      1e-30f,  1e-7f,
+      0.25f,    0.5f,  0.6931472f, 1,       2,       10,     50,        88,      88.37f,
+      88.3763f, 88.5f, 88.72f,     88.73f,  88.8f,   100,    1000,      inf,     std::nanf("")};
+  Buffer x = random_f32({4, 37}, 47);
+  for (int64_t k = 0; k < x.element_count(); ++k) {
+    float& v = x.as<float>()[k];
+    v = k < int64_t(edges.size()) ? edges[k] : v * 40;  // random_f32 is in [-1, 1)
+  }
+  auto out = run("exponentials.mlir", "exp_rows", {x});
+  ASSERT_EQ(out.size(), 1u);
+  for (int64_t k = 0; k < x.element_count(); ++k)
+    expect_exp(out[0].as<float>()[k], std::exp(double(x.as<float>()[k])),
+               "exp(" + std::to_string(x.as<float>()[k]) + ")");
+
+  Buffer wide = random_f32({3, 70}, 48);
+  for (int64_t k = 0; k < wide.element_count(); ++k) wide.as<float>()[k] *= 90;
+  out = run("exponentials.mlir", "exp_every_other", {wide});
+  ASSERT_EQ(out.size(), 1u);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 35; ++j) {
+      float v = wide.as<float>()[i * 70 + 2 * j];
+      expect_exp(out[0].as<float>()[i * 35 + j], std::exp(double(v)),
+                 "exp(" + std::to_string(v) + ")");
+    }
+}
+
+TEST_P(NumericsTest, SigmoidWeightedUnits) {
+  Buffer x = random_f32({6, 50}, 49), b = random_f32({6, 1}, 50);
+  for (int64_t k = 0; k < x.element_count(); ++k) x.as<float>()[k] *= 30;
+  x.as<float>()[7] = std::nanf("");
+  x.as<float>()[60] = -200;  // exp(200) overflows: the unit is -0
+  auto out = run("exponentials.mlir", "silu", {x, b});
+  ASSERT_EQ(out.size(), 1u);
+  std::vector<double> want(x.element_count());
+  for (int i = 0; i < 6; ++i)
+    for (int j = 0; j < 50; ++j) {
+      double v = double(x.as<float>()[i * 50 + j]) + b.as<float>()[i];
+      want[i * 50 + j] = v / (1 + std::exp(-v));
+    }
+  EXPECT_TRUE(std::isnan(out[0].as<float>()[7]));
+  want[7] = 0;
+  out[0].as<float>()[7] = 0;
+  expect_close(out[0], want, 1e-5);
 }
 
 INSTANTIATE_TEST_SUITE_P(EffortLevels, NumericsTest,
