@@ -24,7 +24,8 @@ constexpr int64_t kMinMathRow = 4;
 // Transposes are marked kTransposeGroups + rank * kMaxTransposeRank + (the output dimension the
 // input's rows run along): one script per such shape of tile.
 constexpr int kTransposeGroups = 1000;
-// Elementwise kernels of 16 lanes are marked kWideGroups + rank; those of 8, rank.
+// Elementwise kernels are marked their rank. Kernels of 16 lanes (transposes: 16x16 tiles) have
+// kWideGroups added to their mark.
 constexpr int kWideGroups = 500;
 constexpr int kMaxTransposeRank = 8;
 
@@ -162,6 +163,9 @@ std::set<int> prepare_elementwise(mlir::ModuleOp module) {
     if (!along) return;
     int rank = static_cast<int>(op.getPermutation().size());
     int group = kTransposeGroups + rank * kMaxTransposeRank + *along;
+    auto output = mlir::cast<mlir::MemRefType>(op.getInit().getType());
+    if (output.getDimSize(*along) >= kWideVector && output.getDimSize(rank - 1) >= kWideVector)
+      group += kWideGroups;
     op->setAttr(kElementwiseAttr, b.getI64IntegerAttr(group));
     groups.insert(group);
   });
@@ -170,10 +174,10 @@ std::set<int> prepare_elementwise(mlir::ModuleOp module) {
 
 std::string elementwise_group_script(int group) {
   bool transpose = group >= kTransposeGroups;
-  bool wide = !transpose && group >= kWideGroups;
-  int rank = transpose ? (group - kTransposeGroups) / kMaxTransposeRank
-                       : (wide ? group - kWideGroups : group);
-  int square = transpose ? (group - kTransposeGroups) % kMaxTransposeRank : -1;
+  bool wide = group % kTransposeGroups >= kWideGroups;
+  int shape = group - (wide ? kWideGroups : 0) - (transpose ? kTransposeGroups : 0);
+  int rank = transpose ? shape / kMaxTransposeRank : shape;
+  int square = transpose ? shape % kMaxTransposeRank : -1;
   std::string sizes = tile_sizes_text(rank, square, wide ? kWideVector : kElementwiseVector);
   std::string any = "!transform.any_op";
   std::string results = "(" + any;
