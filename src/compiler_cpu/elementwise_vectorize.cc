@@ -1,7 +1,7 @@
 #include "compiler_cpu/elementwise_vectorize.h"
 
 #include "compiler_cpu/parallel_loops.h"
-#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/StringMap.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -29,24 +29,24 @@ constexpr int kTransposeGroups = 1000;
 constexpr int kWideGroups = 500;
 constexpr int kMaxTransposeRank = 8;
 
-// Math functions whose vector form lowers to LLVM intrinsics (and from there to libmvec or
-// instructions). Others (erf, atan...) only lower one element at a time: their kernels stay loops.
-bool vector_math(llvm::StringRef name) {
-  static const llvm::StringSet<> known = {
-      "math.exp",   "math.exp2", "math.log",   "math.log2",      "math.log10",
-      "math.log1p", "math.tanh", "math.sqrt",  "math.rsqrt",     "math.absf",
-      "math.floor", "math.ceil", "math.round", "math.roundeven", "math.trunc",
-      "math.fma",   "math.powf", "math.sin",   "math.cos",       "math.copysign"};
-  return known.contains(name);
+// Math functions whose vector form lowers to LLVM intrinsics, each with whether that form becomes
+// a call into glibc's vector math library (libmvec) rather than instructions. Others (erf,
+// atan...) only lower one element at a time: their kernels stay loops.
+const llvm::StringMap<bool>& vector_math_functions() {
+  static const llvm::StringMap<bool> known = {
+      {"math.exp", true},    {"math.exp2", true},       {"math.log", true},
+      {"math.log2", true},   {"math.log10", true},      {"math.log1p", true},
+      {"math.tanh", true},   {"math.powf", true},       {"math.sin", true},
+      {"math.cos", true},    {"math.sqrt", false},      {"math.rsqrt", false},
+      {"math.absf", false},  {"math.floor", false},     {"math.ceil", false},
+      {"math.round", false}, {"math.roundeven", false}, {"math.trunc", false},
+      {"math.fma", false},   {"math.copysign", false}};
+  return known;
 }
 
-// Math functions whose vector form is a call into glibc's vector math library.
-bool library_math(llvm::StringRef name) {
-  static const llvm::StringSet<> calls = {"math.exp",   "math.exp2",  "math.log",  "math.log2",
-                                          "math.log10", "math.log1p", "math.tanh", "math.powf",
-                                          "math.sin",   "math.cos"};
-  return calls.contains(name);
-}
+bool vector_math(llvm::StringRef name) { return vector_math_functions().contains(name); }
+
+bool library_math(llvm::StringRef name) { return vector_math_functions().lookup(name); }
 
 // An input read along the innermost loop contiguously (that loop is its map's last result) or
 // not at all (broadcast); any other use of the innermost loop is a strided walk.
