@@ -17,9 +17,9 @@ constexpr int64_t kElementwiseVector = 8;
 constexpr int64_t kWideVector = 16;
 // Innermost sizes below this stay scalar loops: a vector would be mostly mask.
 constexpr int64_t kMinRow = 8;
-// ...unless the body calls math functions: one masked vector call (expf for 8) beats one libm
-// call per element even half masked (a SiLU writing 7-wide rows into a padded buffer for the
-// next depthwise convolution: efficientnet_b0 15.2-15.6 -> 14.6-15.1 ms).
+// ...unless the body calls math functions: one masked vector of them (a libmvec call, an inline
+// exp) beats one libm call per element even half masked (a SiLU writing 7-wide rows into a padded
+// buffer for the next depthwise convolution: efficientnet_b0 15.2-15.6 -> 14.6-15.1 ms).
 constexpr int64_t kMinMathRow = 4;
 // Transposes are marked kTransposeGroups + rank * kMaxTransposeRank + (the output dimension the
 // input's rows run along): one script per such shape of tile.
