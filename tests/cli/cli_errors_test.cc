@@ -316,6 +316,22 @@ TEST(CliTest, IntermediatesAreFreedAfterTheirLastUse) {
   EXPECT_LE(early + 10, at_return) << "freed early: " << early << " MiB, at return: " << at_return;
 }
 
+// `--repeat N --json` reports the median and fastest run for a serialised executable (and an MLIR
+// program) as it does for an ONNX model: benchmarks of .kx files read these fields.
+TEST(CliTest, RepeatedRunsOfAnExecutableReportMedianAndMinimum) {
+  TempDir dir;
+  std::string kx = dir.file("chain.kx");
+  ProcessResult compiled = kiln({"compile", program_path("product_chain.mlir"), "-o", kx});
+  ASSERT_EQ(compiled.exit_code, 0) << compiled.err;
+  ProcessResult run = kiln({"run", kx, "-e", "chain", "--fill", "ones", "--repeat", "4", "--json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  nlohmann::json timings = nlohmann::json::parse(run.out)["timings_ms"];
+  ASSERT_TRUE(timings.contains("run_median")) << run.out;
+  ASSERT_TRUE(timings.contains("run_min")) << run.out;
+  EXPECT_GT(timings["run_median"].get<double>(), 0);
+  EXPECT_LE(timings["run_min"].get<double>(), timings["run_median"].get<double>());
+}
+
 // `kiln flags` lists every flag with the value in effect and where it came from.
 TEST(FlagsCommandTest, ListsEveryFlagWithItsValueAndSource) {
   ProcessResult r = run_process({kiln_binary(), "--set", "KILN_LOG_COMPILES=true", "flags"},

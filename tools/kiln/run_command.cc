@@ -704,7 +704,9 @@ nlohmann::json run_json(const ObtainedProgram& program, const kiln::EntryPoint& 
                        {"llvm", compiled_now ? t.llvm_ms : 0},
                        {"codegen", compiled_now ? t.codegen_ms : 0},
                        {"load", exe.load_ms()},
-                       {"run", runs.first_ms()}};
+                       {"run", runs.first_ms()},
+                       {"run_median", median_of(runs.run_ms)},
+                       {"run_min", runs.min_ms()}};
   out["peak_memory_mib"] = peak_memory_mib();
   out["outputs"] = outputs_json(runs.results, {});
   return out;
