@@ -159,19 +159,24 @@ class ChannelsLastBlocks(torch.nn.Module):
 class WinogradConvs(torch.nn.Module):
     """3x3 stride-1 convolutions of 64 or more channels with one pixel of padding and output rows
     of 14 or more, which kiln computes with Winograd's F(2x2, 3x3): with and without bias, one after another, with a
-    residual add, on odd sides (a half-used last block); and on a map too narrow for it (12
-    wide), which is computed directly."""
+    residual add, on odd sides (a half-used last block); with fewer blocks than filters (8x7
+    blocks, 80 filters: computed channels-last); and on a map too narrow for it (12 wide), which
+    is computed directly."""
     def __init__(self):
         super().__init__()
         self.first = torch.nn.Conv2d(64, 72, 3, padding=1)
         self.second = torch.nn.Conv2d(72, 72, 3, padding=1, bias=False)
         self.odd = torch.nn.Conv2d(64, 72, 3, padding=1)
         self.narrow = torch.nn.Conv2d(64, 72, 3, padding=1)
+        self.few_blocks = torch.nn.Conv2d(64, 80, 3, padding=1)
+        self.few_blocks_again = torch.nn.Conv2d(80, 80, 3, padding=1, bias=False)
 
     def forward(self, x):
         y = torch.relu(self.first(x))
         y = torch.relu(self.second(y) + y)
-        outs = [y, self.odd(x[:, :, :19, :17]), self.narrow(x[:, :, :, :12])]
+        f = torch.relu(self.few_blocks(x[:, :, :15, :14]))
+        f = self.few_blocks_again(f) + f
+        outs = [y, self.odd(x[:, :, :19, :17]), f, self.narrow(x[:, :, :, :12])]
         return torch.cat([torch.flatten(o, 1) for o in outs], 1)
 
 

@@ -190,7 +190,8 @@ TEST(OnnxModelsTest, StridedDepthwiseConvolutionsVectorise) {
 }
 
 // 3x3 convolutions by Winograd's F(2x2, 3x3): 16 products of transformed weights and inputs,
-// chained, with and without bias, on odd sides, beside the direct path. Bound weights are
+// chained, with and without bias, on odd sides, channels-last where the blocks are fewer than the
+// filters, beside the direct path. Bound weights are
 // transformed at load; `kiln compile` folds the weights in, transformed at import.
 TEST(OnnxModelsTest, WinogradConvolutionsMatchPyTorchAtEveryLevelAndThreadCount) {
   expect_matches_pytorch_at_every_level_and_thread_count("winograd_convs");
@@ -206,7 +207,9 @@ TEST(OnnxModelsTest, WinogradConvolutionsMatchPyTorchAtEveryLevelAndThreadCount)
   expect_matches_reference(dir.file("o.npy"), model("winograd_convs.expected.npy"));
 }
 
-// The three eligible convolutions are one batch of 16 products each; the narrow one is not.
+// The five eligible convolutions are one batch of 16 products each; the narrow one is not. With
+// more blocks than filters a product is (filters, C) by (C, blocks); with fewer, (blocks, C) by
+// (C, filters), so its register tiles run along the longer side.
 TEST(OnnxModelsTest, WinogradConvolutionsAreSixteenProducts) {
   std::string input = dumped_stage("winograd_convs", "0-input.mlir");
   ASSERT_NE(input.find("func.func @main("), std::string::npos) << input.substr(0, 2000);
@@ -214,9 +217,12 @@ TEST(OnnxModelsTest, WinogradConvolutionsAreSixteenProducts) {
   for (size_t at = input.find("linalg.batch_matmul"); at != std::string::npos;
        at = input.find("linalg.batch_matmul", at + 1))
     ++products;
-  EXPECT_EQ(products, 3u) << input;
+  EXPECT_EQ(products, 5u) << input;
   EXPECT_NE(input.find("tensor<16x72x64xf32>"), std::string::npos) << input;  // U of the first
   EXPECT_NE(input.find("tensor<16x72x90xf32>"), std::string::npos) << input;  // its 10x9 blocks
+  EXPECT_NE(input.find("tensor<16x56x64xf32>"), std::string::npos) << input;  // 8x7 blocks by C
+  EXPECT_NE(input.find("tensor<16x64x80xf32>"), std::string::npos) << input;  // by U transposed
+  EXPECT_NE(input.find("tensor<16x56x80xf32>"), std::string::npos) << input;  // the products
 }
 
 // Max pools with output rows shorter than a vector's worth computed channels-last: ceil-mode
