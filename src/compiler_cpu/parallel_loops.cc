@@ -25,11 +25,13 @@ namespace {
 // A task must hold at least this much work to pay for its dispatch (a coroutine, a queue round
 // trip, the wake-up of a worker: microseconds, and the cache lines of its block moving between
 // cores); a loop with less than two tasks' worth stays sequential. 40k, the first value, split
-// mobilenet_v2's elementwise kernels into 16 tasks each: at T=2 it ran slower than at T=1; 640k
-// measured 6.71 -> 5.95 ms there at T=2, efficientnet_b0 7.24 -> 7.03, resnet18 13.45 -> 13.03
-// (docs/BENCHMARKS.md, session 18); 2.56M was better still for mobilenet_v2 but lost
-// efficientnet_b0's SiLU kernels' parallelism (8.1 ms).
-constexpr int64_t kMinTaskWork = 640000;
+// mobilenet_v2's elementwise kernels into 16 tasks each: at T=2 it ran slower than at T=1 on the
+// Zen 5 of session 18, where 640k won. On the Intel VM of session 23, 640k left Winograd's
+// transforms (~250k units, ~100 us each) and most of mobilenet_v2's elementwise kernels on one
+// thread; 80k, interleaved at T=2: resnet18 25.8 -> 24.0 ms, mobilenet_v2 9.1 -> 7.7,
+// efficientnet_b0 18.1 -> 16.3, squeezenet1_1 7.38 -> 7.03; 160k and 320k within the noise.
+// At T=1 a parallel loop is one block called directly, so the value does not matter there.
+constexpr int64_t kMinTaskWork = 80000;
 // Trip count assumed for loops whose bounds are only known at run time.
 constexpr int64_t kUnknownTrips = 16;
 
