@@ -1,8 +1,13 @@
 #!/usr/bin/python3
-"""One f32 linalg.matmul per shape, run alone under kiln (pinned to one CPU, inputs uniform in
+"""One f32 product per shape, run alone under kiln (pinned to one CPU, inputs uniform in
 [-1, 1) from .npy files), to compare a product's speed alone with its time inside a model:
 
-    /usr/bin/python3 bench/matmul_shapes.py [MxKxN ...] [--cpu 0] [--repeat 300]
+    /usr/bin/python3 bench/matmul_shapes.py [SHAPE ...] [--cpu 0] [--repeat 300] [--chain N [--shared]]
+
+SHAPE is MxKxN (linalg.matmul) or BxMxKxN (linalg.batch_matmul, B products). --chain N runs N
+products in a row, each with its own weights (the K x N operand), accumulating into one result:
+weights that do not fit the caches come from memory, as a model's do; with --shared all N use the
+same weights (they stay cached). The time printed is per product.
 """
 import argparse
 import os
@@ -15,15 +20,26 @@ import numpy as np
 DEFAULT = ["49x1152x192", "49x192x1152", "49x320x1280", "196x112x672", "112x672x196",
            "96x16x12544", "144x24x3136", "64x576x3136", "512x512x512", "169x512x1000"]
 
-PROGRAM = """func.func @main(%a: tensor<{m}x{k}xf32>, %b: tensor<{k}x{n}xf32>) -> tensor<{m}x{n}xf32> {{
-  %z = arith.constant 0.0 : f32
-  %e = tensor.empty() : tensor<{m}x{n}xf32>
-  %f = linalg.fill ins(%z : f32) outs(%e : tensor<{m}x{n}xf32>) -> tensor<{m}x{n}xf32>
-  %r = linalg.matmul ins(%a, %b : tensor<{m}x{k}xf32>, tensor<{k}x{n}xf32>)
-      outs(%f : tensor<{m}x{n}xf32>) -> tensor<{m}x{n}xf32>
-  return %r : tensor<{m}x{n}xf32>
-}}
-"""
+
+def tensor(dims):
+    return "tensor<" + "x".join(str(d) for d in dims) + "xf32>"
+
+
+def program(batch, m, k, n, weights, chain):
+    """The MLIR text: one input A, `weights` inputs B, `chain` products accumulating."""
+    lead = [batch] if batch else []
+    a, b, c = tensor(lead + [m, k]), tensor(lead + [k, n]), tensor(lead + [m, n])
+    op = "linalg.batch_matmul" if batch else "linalg.matmul"
+    args = ", ".join(["%a: " + a] + [f"%b{i}: {b}" for i in range(weights)])
+    lines = [f"func.func @main({args}) -> {c} {{",
+             "  %z = arith.constant 0.0 : f32",
+             f"  %e = tensor.empty() : {c}",
+             f"  %acc0 = linalg.fill ins(%z : f32) outs(%e : {c}) -> {c}"]
+    for i in range(chain):
+        lines.append(f"  %acc{i + 1} = {op} ins(%a, %b{i % weights} : {a}, {b}) "
+                     f"outs(%acc{i} : {c}) -> {c}")
+    lines += [f"  return %acc{chain} : {c}", "}"]
+    return "\n".join(lines) + "\n"
 
 
 def main():
@@ -33,23 +49,35 @@ def main():
                                                    "kiln"))
     ap.add_argument("--cpu", default="0")
     ap.add_argument("--repeat", type=int, default=300)
+    ap.add_argument("--chain", type=int, default=1, help="products in a row")
+    ap.add_argument("--shared", action="store_true", help="the chained products share weights")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
-    print(f"{'shape':>14} {'median ms':>10} {'GFLOP/s':>8}")
+    weights = 1 if args.shared else args.chain
+    print(f"{'shape':>16} {'median ms':>10} {'GFLOP/s':>8}   (per product)")
     with tempfile.TemporaryDirectory() as tmp:
         for shape in args.shapes:
-            m, k, n = (int(v) for v in shape.split("x"))
-            program = os.path.join(tmp, "mm.mlir")
-            with open(program, "w") as f:
-                f.write(PROGRAM.format(m=m, k=k, n=n))
-            a, b = os.path.join(tmp, "a.npy"), os.path.join(tmp, "b.npy")
-            np.save(a, rng.uniform(-1, 1, (m, k)).astype(np.float32))
-            np.save(b, rng.uniform(-1, 1, (k, n)).astype(np.float32))
-            out = subprocess.run(["taskset", "-c", args.cpu, args.kiln, "run", program, "--input",
-                                  a, "--input", b, "--repeat", str(args.repeat), "--no-cache"],
-                                 capture_output=True, text=True, check=True).stdout
-            ms = float(re.search(r"median ([0-9.]+) ms", out).group(1))
-            print(f"{shape:>14} {ms:10.3f} {2 * m * k * n / ms / 1e6:8.0f}")
+            dims = [int(v) for v in shape.split("x")]
+            if len(dims) not in (3, 4):
+                ap.error(f"'{shape}': a shape is MxKxN or BxMxKxN")
+            batch, (m, k, n) = (dims[0], dims[1:]) if len(dims) == 4 else (0, dims)
+            path = os.path.join(tmp, "mm.mlir")
+            with open(path, "w") as f:
+                f.write(program(batch, m, k, n, weights, args.chain))
+            lead = (batch,) if batch else ()
+            inputs = [os.path.join(tmp, "a.npy")]
+            np.save(inputs[0], rng.uniform(-1, 1, lead + (m, k)).astype(np.float32))
+            for i in range(weights):
+                inputs.append(os.path.join(tmp, f"b{i}.npy"))
+                np.save(inputs[-1], rng.uniform(-1, 1, lead + (k, n)).astype(np.float32))
+            command = ["taskset", "-c", args.cpu, args.kiln, "run", path, "--repeat",
+                       str(args.repeat), "--no-cache"]
+            for i in inputs:
+                command += ["--input", i]
+            out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+            ms = float(re.search(r"median ([0-9.]+) ms", out).group(1)) / args.chain
+            flops = 2 * max(batch, 1) * m * k * n
+            print(f"{shape:>16} {ms:10.3f} {flops / ms / 1e6:8.0f}")
 
 
 if __name__ == "__main__":

@@ -54,7 +54,8 @@ const std::vector<TileCandidate>& candidates() {
       // tiles of 7 rows instead of 6 of 8 and a masked one. Its reduction steps 64 at a time:
       // those products read weights too big for the caches once, and a 64-deep block of them
       // stays in L1 across the row tiles (eight such products with their own weights, 49x4608 by
-      // 4608x512: 2.86 -> ~2.3 ms each; resnet18 T=1 29.2 -> 28.4 ms, docs/BENCHMARKS.md).
+      // 4608x512, bench/matmul_shapes.py --chain 8: 2.86 -> ~2.3 ms each; resnet18 T=1 29.2 ->
+      // 28.4 ms, docs/BENCHMARKS.md).
       {"7x32", {63, 128, 64}, {7, 32}, true},
       {"6x32", {60, 128, 128}, {6, 32}, true},
       {"5x32", {60, 128, 128}, {5, 32}, true},

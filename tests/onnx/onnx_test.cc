@@ -191,8 +191,8 @@ TEST(OnnxModelsTest, StridedDepthwiseConvolutionsVectorise) {
 
 // 3x3 convolutions by Winograd's F(2x2, 3x3): 16 products of transformed weights and inputs,
 // chained, with and without bias, on odd sides, channels-last where the blocks are fewer than the
-// filters, beside the direct path. Bound weights are
-// transformed at load; `kiln compile` folds the weights in, transformed at import.
+// filters, beside the direct path. Bound weights are transformed at load; `kiln compile` folds
+// the weights in, transformed at import.
 TEST(OnnxModelsTest, WinogradConvolutionsMatchPyTorchAtEveryLevelAndThreadCount) {
   expect_matches_pytorch_at_every_level_and_thread_count("winograd_convs");
   TempDir dir;
