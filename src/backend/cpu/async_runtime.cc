@@ -435,10 +435,10 @@ KILN_RUNTIME_EXPORT void mlirAsyncRuntimeAwaitAllInGroupAndExecute(AsyncGroup* g
 }
 
 // (The missing 'e' is MLIR's spelling: generated code calls this name.)
-// The workers besides the thread that runs the program (KILN_NUM_THREADS - 1). The async lowering
-// splits a parallel loop into up to 8 blocks per worker, and into one block, called directly
-// with no task, tokens or queue, when there is none: one thread runs its loops as plain code
-// (mobilenet_v2 at T=1: 7.4 -> 5.6 ms, docs/BENCHMARKS.md session 18).
+// The workers besides the thread that runs the program (KILN_NUM_THREADS - 1). kiln's generated
+// code splits a parallel loop into one share per thread (parallel_loops.cc), and into one block,
+// called directly with no task, tokens or queue, when there is none: one thread runs its loops as
+// plain code (mobilenet_v2 at T=1: 7.4 -> 5.6 ms, docs/BENCHMARKS.md session 18).
 KILN_RUNTIME_EXPORT int64_t mlirAsyncRuntimGetNumWorkerThreads() {
   return Pool::get().threads() - 1;
 }
