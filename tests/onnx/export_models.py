@@ -133,7 +133,8 @@ class ChannelsLastBlocks(torch.nn.Module):
     """Deep inverted residual blocks, more filters than pixels: transposed products and
     channels-last depthwise convolutions whose bias, activations, padding and residual adds stay
     channels-last between them; then consumers that need NCHW (a dense 3x3 convolution, a
-    concatenation, the output)."""
+    concatenation, the output), and global average and max pools, which pool the channels-last
+    value itself."""
     def __init__(self):
         super().__init__()
         self.expand = torch.nn.Conv2d(40, 90, 1)
@@ -152,8 +153,11 @@ class ChannelsLastBlocks(torch.nn.Module):
         w = torch.relu(self.widen(a))
         s = self.strided(w)
         d = self.dense(a)
+        mean = torch.nn.functional.adaptive_avg_pool2d(w, 1)
+        peak = torch.nn.functional.adaptive_max_pool2d(w, 1)
         return torch.cat([torch.flatten(d, 1), torch.flatten(s, 1),
-                          torch.flatten(self.side(w), 1)], 1)
+                          torch.flatten(self.side(w), 1), torch.flatten(mean, 1),
+                          torch.flatten(peak, 1)], 1)
 
 
 class WinogradConvs(torch.nn.Module):

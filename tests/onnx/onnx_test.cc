@@ -154,7 +154,8 @@ std::string dumped_stage(const std::string& name, const std::string& stage) {
 
 // Between channels-last layers the feature maps stay channels-last: the program transposes only
 // where a layer needs NCHW (the input into the first product, and the dense convolution's,
-// the concatenation's two inputs), not back and forth around every layer.
+// the concatenation's two inputs), not back and forth around every layer; global pools read the
+// channels-last value.
 TEST(OnnxModelsTest, ChannelsLastLayersPassFeatureMapsOnWithoutTransposes) {
   std::string bufferized = dumped_stage("channels_last_blocks", "1-bufferized.mlir");
   // The main function only: the weights' one-time re-layout (kiln_prepare) is transposes too.
