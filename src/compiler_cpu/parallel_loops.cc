@@ -221,12 +221,12 @@ bool inside_a_parallel_loop(mlir::Operation* op) {
 // costs nothing more than its share, which the calling thread takes over if it is still queued.
 // On the Intel VM of session 25, against up to four tasks per thread (MLIR's default), interleaved
 // at T=2: squeezenet1_1 4.71 -> 4.39 ms, mobilenet_v2 6.44 -> 6.04, efficientnet_b0 9.30 -> 8.79,
-// resnet18 11.77 -> 11.46 (docs/BENCHMARKS.md, session 25).
+// resnet18 11.77 -> 11.46 (docs/BENCHMARKS.md, session 25). The loop is one-dimensional
+// (to_one_dimension).
 mlir::Value task_size(mlir::ImplicitLocOpBuilder& builder, mlir::scf::ParallelOp loop) {
   int64_t per_iteration = block_work(*loop.getBody());
   mlir::Value minimum = mlir::arith::ConstantIndexOp::create(
       builder, std::max<int64_t>(1, kMinTaskWork / per_iteration));
-  if (loop.getNumLoops() != 1) return minimum;
   // The pool's workers, plus the calling thread; read at run time (KILN_NUM_THREADS).
   mlir::Value workers =
       mlir::async::RuntimeNumWorkerThreadsOp::create(builder, builder.getIndexType());

@@ -1271,6 +1271,14 @@ class Importer {
     return out;
   }
 
+  // The channels-last value a (N, C, H, W) feature map is the transpose of, if there is one.
+  std::optional<Value> channels_last(const Value& v) const {
+    if (v.shape.size() != 4 || v.is_const) return std::nullopt;
+    auto known = channels_last_of_.find(v.ssa);
+    if (known == channels_last_of_.end()) return std::nullopt;
+    return known->second;
+  }
+
   // Pads with `value` (constant mode). Low/high per dimension, non-negative.
   Value pad(Value& v, const Shape& low, const Shape& high, double value) {
     bool none = true;
@@ -1278,12 +1286,9 @@ class Importer {
     if (none) return v;
     // Spatial padding of a feature map that is the transpose of a channels-last value: padded
     // channels-last (what a channels-last convolution reads next), transposed back after.
-    if (v.shape.size() == 4 && !v.is_const && low[0] == 0 && high[0] == 0 && low[1] == 0 &&
-        high[1] == 0) {
-      auto known = channels_last_of_.find(v.ssa);
-      if (known != channels_last_of_.end()) {
-        Value last = known->second;
-        Value padded = pad(last, {0, low[2], low[3], 0}, {0, high[2], high[3], 0}, value);
+    if (low[0] == 0 && high[0] == 0 && low[1] == 0 && high[1] == 0) {
+      if (std::optional<Value> last = channels_last(v)) {
+        Value padded = pad(*last, {0, low[2], low[3], 0}, {0, high[2], high[3], 0}, value);
         return transpose(padded, {0, 3, 1, 2});
       }
     }
@@ -4274,21 +4279,15 @@ class Importer {
   // (squeezenet1_1's classifier: 1000x169, ~50 us).
   Value global_pool(bool is_max) {
     Value& x = input(0);
-    std::vector<int64_t> axes;
-    for (size_t k = 2; k < x.shape.size(); ++k) axes.push_back(int64_t(k));
-    Value source = x;
-    Shape pooled_shape;
-    if (x.shape.size() == 4 && x.shape[0] == 1 && !x.is_const) {
-      auto known = channels_last_of_.find(x.ssa);
-      if (known != channels_last_of_.end()) {
-        source = known->second;
-        axes = {1, 2};
-        pooled_shape = {1, x.shape[1], 1, 1};
-      }
-    }
+    std::optional<Value> last = channels_last(x);
+    if (last && x.shape[0] != 1) last.reset();
+    Value source = last ? *last : x;
+    std::vector<int64_t> axes;  // H and W of channels-last (1, H, W, C), else every spatial one
+    for (size_t k = last ? 1 : 2; k < (last ? 3 : x.shape.size()); ++k) axes.push_back(int64_t(k));
     std::string elem = x.elem;
+    // (1, 1, 1, C) and (1, C, 1, 1) hold the same values in the same order.
     auto as_nchw = [&](Value pooled) {
-      return pooled_shape.empty() ? pooled : reshape(pooled, pooled_shape);
+      return last ? reshape(pooled, {1, x.shape[1], 1, 1}) : pooled;
     };
     if (is_max) {
       return as_nchw(reduce(
