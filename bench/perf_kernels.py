@@ -26,11 +26,14 @@ HEADER = struct.Struct("<8sIIQQQ")  # magic, format version, reserved, metadata,
 
 
 def extract_object(kx_path, so_path):
-    data = open(kx_path, "rb").read()
-    magic, _, _, metadata_size, object_size, _ = HEADER.unpack_from(data)
-    if magic != b"KILNEXE1":
-        sys.exit(f"{kx_path}: not a kiln executable (magic {magic!r})")
+    with open(kx_path, "rb") as f:
+        data = f.read()
+    if len(data) < HEADER.size or data[:8] != b"KILNEXE1":
+        sys.exit(f"{kx_path}: not a kiln executable (write one with `kiln compile M -o M.kx`)")
+    _, _, _, metadata_size, object_size, _ = HEADER.unpack_from(data)
     start = HEADER.size + metadata_size
+    if start + object_size > len(data):
+        sys.exit(f"{kx_path}: truncated ({len(data)} bytes, the header promises more)")
     with open(so_path, "wb") as out:
         out.write(data[start:start + object_size])
 
