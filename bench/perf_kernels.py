@@ -51,9 +51,10 @@ def symbols(so_path):
 
 
 def kernel_of(name):
-    # A parallel kernel's pieces (compute function, dispatch, coroutine) under one name.
+    # A parallel kernel's pieces (compute function, dispatch, coroutine) under one name; MLIR
+    # names the first kernel's without a suffix, the next ones _0, _1, ...
     m = re.match(r"(?:parallel_compute_fn|async_dispatch_fn|async_execute_fn)(_\d+)?", name)
-    return "kernel" + (m.group(1) or "_0") if m else name
+    return "kernel" + (m.group(1) or "") if m else name
 
 
 def main():

@@ -4282,8 +4282,11 @@ class Importer {
     std::optional<Value> last = channels_last(x);
     if (last && x.shape[0] != 1) last.reset();
     Value source = last ? *last : x;
-    std::vector<int64_t> axes;  // H and W of channels-last (1, H, W, C), else every spatial one
-    for (size_t k = last ? 1 : 2; k < (last ? 3 : x.shape.size()); ++k) axes.push_back(int64_t(k));
+    std::vector<int64_t> axes = {1, 2};  // H and W of channels-last (1, H, W, C)
+    if (!last) {
+      axes.clear();  // every spatial axis of (N, C, ...)
+      for (size_t k = 2; k < x.shape.size(); ++k) axes.push_back(int64_t(k));
+    }
     std::string elem = x.elem;
     // (1, 1, 1, C) and (1, C, 1, 1) hold the same values in the same order.
     auto as_nchw = [&](Value pooled) {
