@@ -3,7 +3,8 @@
 that differ in the compiler or the importer (compile each with `kiln compile MODEL -o X.kx` from
 the build under test, then run them all from one kiln). Each round runs every file once
 (`kiln run X.kx --input INPUT --repeat N`), in rotating order; per file it prints the median and
-the fastest of the round medians, then every round's median.
+the fastest of the round medians, the median of its per-round ratios to the first file, then every
+round's median.
 
     /usr/bin/python3 bench/ab_executables.py INPUT.npy a.kx b.kx [c.kx ...] --rounds 20 --repeat 21
 """
@@ -41,9 +42,15 @@ def main():
             if not m:
                 raise SystemExit("no median in kiln's output for " + x + ":\n" + out)
             medians[x].append(float(m.group(1)))
+    first = a.executables[0]
     for x, v in medians.items():
-        print("%-40s median %.3f ms, fastest round %.3f ms; rounds: %s" %
-              (x, statistics.median(v), min(v), " ".join("%.2f" % t for t in v)))
+        # This VM's speed changes within minutes: the ratio to the first file within each round
+        # compares like with like where the medians straddle a change.
+        ratios = [t / f for t, f in zip(v, medians[first])]
+        print("%-40s median %.3f ms, fastest round %.3f ms, per-round ratio to the first file: "
+              "median %.3f; rounds: %s" % (x, statistics.median(v), min(v),
+                                          statistics.median(ratios),
+                                          " ".join("%.2f" % t for t in v)))
 
 
 if __name__ == "__main__":

@@ -12,11 +12,15 @@ process's own resident high-water mark (VmHWM; ru_maxrss would include the forki
 Every timed process of a thread count T runs on the same T CPUs (the lowest this process may
 use, or --cpus): on this VM the two vCPUs differ (resnet18 at T=1: kiln 18.8 ms on cpu0 and
 22.9 on cpu1, ONNX Runtime 18.2 and 19.5), and unpinned peers landed on either.
+The last column, at T >= 2, is the cache-line round trip between the two CPUs right after the row
+(build/bin/kiln_core_round_trip): this VM's host places its vCPUs close (~130 ns) or far apart
+(~450 ns) from one run to the next, and what a second thread gains depends on it.
 Ratios > 1 mean kiln is faster. Models come from tests/onnx/export_models.py (random init,
 seed 0, batch 1); ONNX Runtime is installed from npm into build/bench-ort on first use."""
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import tempfile
@@ -134,7 +138,7 @@ def main():
                 torch_ms = json.loads(out)["median_ms"]
                 torch_rss = json.loads(out)["peak_mib"]
             rows.append((name, t, cold_s, statistics.median(warm) * 1e3, kiln_ms, ort_ms, torch_ms,
-                         kiln_rss, ort_rss, torch_rss))
+                         kiln_rss, ort_rss, torch_rss, round_trip_ns(sorted(cpus))))
             print_row(rows[-1], header=len(rows) == 1)
     for t in threads:
         sel = [r for r in rows if r[1] == t]
@@ -144,14 +148,26 @@ def main():
         print("T=%d geometric mean: ORT/kiln %.2fx, torch/kiln %.2fx" % (t, geo(5), geo(6)))
 
 
+def round_trip_ns(cpus):
+    """The cache-line round trip between the first two CPUs timed on (bench/core_round_trip.cc),
+    right after a row: on this VM it changes from run to run, and T=2 gains with it. '-' at T=1."""
+    tool = os.path.join(os.path.dirname(KILN), "kiln_core_round_trip")
+    if len(cpus) < 2 or not os.path.exists(tool):
+        return None
+    out = subprocess.run([tool, str(cpus[0]), str(cpus[1])], capture_output=True, text=True)
+    m = re.search(r"round trip ([0-9]+) ns", out.stdout)
+    return int(m.group(1)) if m else None
+
+
 def print_row(r, header):
     if header:
-        print("%-16s %2s %9s %9s %10s %10s %10s %8s %8s %18s" % (
+        print("%-16s %2s %9s %9s %10s %10s %10s %8s %8s %18s %6s" % (
             "model", "T", "cold s", "warm ms", "kiln ms", "ORT ms", "torch ms", "ORT/kiln",
-            "torch/k", "peak MiB k/ORT/pt"))
-    name, t, cold, warm, k, o, p, kr, orr, pr = r
-    print("%-16s %2d %9.2f %9.1f %10.2f %10.2f %10.2f %7.2fx %7.2fx %6.0f/%5.0f/%5.0f" % (
-        name, t, cold, warm, k, o, p, o / k, p / k, kr, orr, pr), flush=True)
+            "torch/k", "peak MiB k/ORT/pt", "rt ns"))
+    name, t, cold, warm, k, o, p, kr, orr, pr, rt = r
+    print("%-16s %2d %9.2f %9.1f %10.2f %10.2f %10.2f %7.2fx %7.2fx %6.0f/%5.0f/%5.0f %6s" % (
+        name, t, cold, warm, k, o, p, o / k, p / k, kr, orr, pr, "-" if rt is None else rt),
+        flush=True)
 
 
 if __name__ == "__main__":

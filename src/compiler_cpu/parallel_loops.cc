@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace kiln::cpu {
@@ -102,14 +104,40 @@ bool safe_to_run_on_workers(mlir::scf::ParallelOp loop) {
   return safe;
 }
 
-// Perfectly nested marked loops (outer to inner): each one's body is the next loop alone.
+// Operations that may move from a loop's body into the loop nested in it: computations without
+// effects whose values only the nested loop, or another such computation, uses (a product's tile
+// loops compute the bound of the remainder tile between the row and the column loop).
+bool movable_into(mlir::Operation& op, mlir::scf::ForOp inner) {
+  if (op.getNumRegions() != 0 || !mlir::isMemoryEffectFree(&op) || !mlir::isSpeculatable(&op))
+    return false;
+  // (Users in the same body move along, in order.)
+  for (mlir::Operation* user : op.getUsers())
+    if (!inner->isAncestor(user) && user->getBlock() != op.getBlock()) return false;
+  return true;
+}
+
+// The marked loop nested in `outer` as the last operation of its body, everything before it
+// movable into it.
+mlir::scf::ForOp nested_marked_loop(mlir::scf::ForOp outer) {
+  mlir::Block* body = outer.getBody();
+  if (body->getOperations().size() < 2) return nullptr;
+  auto inner = mlir::dyn_cast<mlir::scf::ForOp>(*std::prev(body->end(), 2));
+  if (!inner || !inner->hasAttr(kParallelLoopAttr) || inner.getNumRegionIterArgs() != 0)
+    return nullptr;
+  for (mlir::Operation& op : *body) {
+    if (&op == inner.getOperation() || &op == body->getTerminator()) continue;
+    if (!movable_into(op, inner)) return nullptr;
+  }
+  return inner;
+}
+
+// Nested marked loops (outer to inner): each one's body is the next loop, after index
+// computations only that loop uses.
 std::vector<mlir::scf::ForOp> marked_nest(mlir::scf::ForOp outer) {
   std::vector<mlir::scf::ForOp> nest = {outer};
   for (;;) {
-    mlir::Block* body = nest.back().getBody();
-    if (body->getOperations().size() != 2) break;
-    auto inner = mlir::dyn_cast<mlir::scf::ForOp>(body->front());
-    if (!inner || !inner->hasAttr(kParallelLoopAttr) || inner.getNumRegionIterArgs() != 0) break;
+    mlir::scf::ForOp inner = nested_marked_loop(nest.back());
+    if (!inner) break;
     bool invariant = true;
     for (mlir::Value bound : {inner.getLowerBound(), inner.getUpperBound(), inner.getStep()})
       if (!outer.isDefinedOutsideOfLoop(bound)) invariant = false;
@@ -133,43 +161,68 @@ mlir::scf::ParallelOp to_parallel(std::vector<mlir::scf::ForOp> nest) {
       mlir::scf::ParallelOp::create(builder, outer.getLoc(), lower, upper, step, nullptr);
   parallel->setAttr(kParallelLoopAttr, builder.getUnitAttr());
   mlir::Block* target = parallel.getBody();
-  mlir::Block* source = nest.back().getBody();
   for (size_t d = 0; d < nest.size(); ++d)
     nest[d].getInductionVar().replaceAllUsesWith(target->getArgument(d));
-  // Everything but the innermost loop's yield moves in front of the parallel loop's terminator.
-  target->getOperations().splice(mlir::Block::iterator(target->getTerminator()),
-                                 source->getOperations(), source->begin(),
-                                 std::prev(source->end()));
+  // Each level's index computations, outer first, then everything but the innermost loop's
+  // yield, move in front of the parallel loop's terminator.
+  for (size_t d = 0; d < nest.size(); ++d) {
+    mlir::Block* source = nest[d].getBody();
+    auto end = d + 1 < nest.size() ? mlir::Block::iterator(nest[d + 1].getOperation())
+                                   : std::prev(source->end());
+    target->getOperations().splice(mlir::Block::iterator(target->getTerminator()),
+                                   source->getOperations(), source->begin(), end);
+  }
   outer.erase();
   return parallel;
+}
+
+// two_thread_imbalance for a loop's bounds; unknown bounds count as even.
+double loop_imbalance(mlir::Value lower, mlir::Value upper, mlir::Value step) {
+  int64_t lb = constant_index(lower), ub = constant_index(upper), st = constant_index(step);
+  if (lb < 0 || ub < 0 || st <= 0) return 1.0;
+  return two_thread_imbalance(ub - lb, st);
 }
 
 // The loop, split into a one-dimensional parallel loop over its best dimension around a (later
 // sequential) loop over the others. Any dimension may go outside: the iterations of a parallel
 // loop are independent. The best is the outermost with enough iterations to share out, else the
-// longest, the innermost last. (One dimension also keeps clear of async-parallel-for's
-// block-aligned multi-dimensional path, which computes some blocks twice when its aligned block
-// size overshoots the block count.)
+// outermost that splits (nearly) as evenly between two threads as any. (One dimension also
+// keeps clear of async-parallel-for's block-aligned multi-dimensional path, which computes some
+// blocks twice when its aligned block size overshoots the block count.)
 mlir::scf::ParallelOp to_one_dimension(mlir::scf::ParallelOp loop) {
   size_t dims = loop.getNumLoops();
   if (dims == 1) return loop;
   constexpr int64_t kEnoughBlocks = 8;
   std::vector<int64_t> trips;
+  std::vector<double> imbalance;
   for (size_t d = 0; d < dims; ++d) {
+    mlir::Value lb = loop.getLowerBound()[d], ub = loop.getUpperBound()[d], st = loop.getStep()[d];
     // Bounds known only at run time: assume plenty.
-    trips.push_back(
-        static_trip_count(loop.getLowerBound()[d], loop.getUpperBound()[d], loop.getStep()[d])
-            .value_or(int64_t{1} << 30));
+    trips.push_back(static_trip_count(lb, ub, st).value_or(int64_t{1} << 30));
+    imbalance.push_back(loop_imbalance(lb, ub, st));
   }
   // The innermost dimension is the one that runs along memory: moved outside, every other
   // dimension's step would stride through it (a 7x7x3x3x512 window gather ran 10x slower). It
-  // goes outside only when no other dimension has two iterations to share out.
-  size_t outer_dims = dims - 1;
-  size_t chosen = 0;
-  for (size_t d = 0; d < outer_dims; ++d)
-    if (trips[d] > trips[chosen]) chosen = d;
+  // may go outside when its iterations are blocks of at least 64 elements (a product's column
+  // tiles: 96x16 by 16x12544 has 2 row tiles, 64 and 32 rows, and 98 column tiles), or when no
+  // other dimension has two iterations to share out.
+  constexpr int64_t kWholeBlock = 64;
+  std::vector<size_t> eligible;
+  for (size_t d = 0; d + 1 < dims; ++d) eligible.push_back(d);
+  if (constant_index(loop.getStep()[dims - 1]) >= kWholeBlock) eligible.push_back(dims - 1);
+  size_t chosen = eligible.front();
+  for (size_t d : eligible)
+    if (imbalance[d] < imbalance[chosen]) chosen = d;
+  // Nearly as even, the outer dimension still wins: resnet18's products kept on their row tiles
+  // ran 3% faster at T=2 than split by columns (docs/BENCHMARKS.md, session 27).
+  constexpr double kNearlyAsEven = 0.1;
+  for (size_t d : eligible)
+    if (imbalance[d] <= imbalance[chosen] + kNearlyAsEven) {
+      chosen = d;
+      break;
+    }
   if (trips[chosen] < 2) chosen = dims - 1;
-  for (size_t d = 0; d < outer_dims; ++d)
+  for (size_t d : eligible)
     if (trips[d] >= kEnoughBlocks) {
       chosen = d;
       break;
@@ -240,6 +293,13 @@ mlir::Value task_size(mlir::ImplicitLocOpBuilder& builder, mlir::scf::ParallelOp
 }
 
 }  // namespace
+
+double two_thread_imbalance(int64_t extent, int64_t step) {
+  int64_t trips = (extent + step - 1) / step;
+  if (trips < 2) return std::numeric_limits<double>::infinity();
+  int64_t first = std::min(extent, (trips + 1) / 2 * step);
+  return static_cast<double>(std::max(first, extent - first)) / (static_cast<double>(extent) / 2);
+}
 
 void parallelize_loops(mlir::ModuleOp module) {
   std::vector<mlir::scf::ForOp> marked;

@@ -1,6 +1,8 @@
 // Which loops of a bufferized module run on kiln's thread pool, and how they are split into tasks.
 #pragma once
 
+#include <cstdint>
+
 namespace mlir {
 class ModuleOp;
 }
@@ -18,5 +20,11 @@ inline constexpr const char* kParallelLoopAttr = "kiln.parallel";
 // follows the thread count at run time (KILN_NUM_THREADS), so the code does not depend on it.
 // Every other scf.parallel stays a sequential loop.
 void parallelize_loops(mlir::ModuleOp module);
+
+// How much more than half of `extent` the larger of two threads' shares is (1.0: even) when a loop
+// over it in steps of `step` is shared out as equal counts of whole iterations, as
+// parallelize_loops does: 96 rows in 64-row tiles give one thread 64 rows, the other 32 (1.33).
+// Infinite for fewer than two iterations (nothing to share).
+double two_thread_imbalance(int64_t extent, int64_t step);
 
 }  // namespace kiln::cpu

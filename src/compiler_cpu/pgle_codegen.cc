@@ -25,6 +25,8 @@ constexpr const char* kBeginFunction = kProfileBegin;
 constexpr const char* kEndFunction = kProfileEnd;
 constexpr const char* kCandidateAttr = "kiln.tile";
 constexpr const char* kPeelAttr = "kiln.peel";
+constexpr const char* kCacheMAttr = "kiln.cache_m";
+constexpr const char* kCacheNAttr = "kiln.cache_n";
 
 // A way to tile and vectorise a contraction: cache tile (m, n, k), then a register tile (m, n)
 // with a unit reduction step. Index 0 is the default every plain build uses.
@@ -250,9 +252,32 @@ std::vector<KernelInfo> instrument_kernels(mlir::ModuleOp module, const PglePlan
   return kernels;
 }
 
+int64_t balanced_cache_tile(int64_t size, int64_t tile, int64_t granule) {
+  // Eight or more tiles share out evenly enough; one tile is not split at all.
+  constexpr int64_t kEnoughTiles = 8;
+  constexpr double kEvenEnough = 1.07;
+  if (size <= tile || (size + tile - 1) / tile >= kEnoughTiles) return tile;
+  int64_t best = tile;
+  double best_imbalance = two_thread_imbalance(size, tile);
+  // An even number of tiles, the fewest that splits evenly enough (the larger a row tile, the
+  // fewer times the other operand's block is read), else the most even.
+  for (int64_t count = 2; count <= kEnoughTiles; count += 2) {
+    int64_t per_tile = (size + count - 1) / count;
+    int64_t candidate = (per_tile + granule - 1) / granule * granule;
+    if (candidate > 2 * tile) continue;
+    double imbalance = two_thread_imbalance(size, candidate);
+    if (imbalance <= kEvenEnough) return candidate;
+    if (imbalance < best_imbalance) {
+      best = candidate;
+      best_imbalance = imbalance;
+    }
+  }
+  return best;
+}
+
 std::vector<TileGroup> prepare_contractions(mlir::ModuleOp module) {
   mlir::Builder b(module.getContext());
-  std::set<std::tuple<int, int, bool>> groups;
+  std::set<std::tuple<int, int, bool, int64_t, int64_t>> groups;
   module.walk([&](mlir::Operation* op) {
     bool batch = mlir::isa<mlir::linalg::BatchMatmulOp>(op);
     if (!batch && !mlir::isa<mlir::linalg::MatmulOp>(op)) return;
@@ -265,22 +290,32 @@ std::vector<TileGroup> prepare_contractions(mlir::ModuleOp module) {
     }
     if (candidate < 0 || candidate >= int64_t(candidates().size())) return;  // left as loops
     const TileCandidate& c = candidates()[candidate];
+    int64_t sizes[2], cache[2];
+    for (int d = 0; d < 2; ++d) {
+      sizes[d] = out && out.hasStaticShape() ? out.getShape()[out.getRank() - 2 + d]
+                                             : mlir::ShapedType::kDynamic;
+      cache[d] = sizes[d] == mlir::ShapedType::kDynamic
+                     ? c.cache[d]
+                     : balanced_cache_tile(sizes[d], c.cache[d], c.reg[d]);
+    }
     // Peel the register loop of m (bit 0) and n (bit 1) unless it is statically divisible:
     // peeling such a loop has nothing to split and fails.
     int peel = 0;
     for (int d = 0; c.peel && d < 2; ++d) {
-      int64_t size = out && out.hasStaticShape() ? out.getShape()[out.getRank() - 2 + d]
-                                                 : mlir::ShapedType::kDynamic;
+      int64_t size = sizes[d];
       bool static_bound =
-          size != mlir::ShapedType::kDynamic && (size % c.cache[d] == 0 || size <= c.cache[d]);
-      int64_t bound = static_bound ? std::min(size, c.cache[d]) : 0;
+          size != mlir::ShapedType::kDynamic && (size % cache[d] == 0 || size <= cache[d]);
+      int64_t bound = static_bound ? std::min(size, cache[d]) : 0;
       if (!static_bound || bound % c.reg[d] != 0) peel |= 1 << d;
     }
     op->setAttr(kPeelAttr, b.getI64IntegerAttr(peel));
-    groups.insert({static_cast<int>(candidate), peel, batch});
+    op->setAttr(kCacheMAttr, b.getI64IntegerAttr(cache[0]));
+    op->setAttr(kCacheNAttr, b.getI64IntegerAttr(cache[1]));
+    groups.insert({static_cast<int>(candidate), peel, batch, cache[0], cache[1]});
   });
   std::vector<TileGroup> out;
-  for (const auto& [candidate, peel, batch] : groups) out.push_back({candidate, peel, batch});
+  for (const auto& [candidate, peel, batch, cache_m, cache_n] : groups)
+    out.push_back({candidate, peel, batch, cache_m, cache_n});
   return out;
 }
 
@@ -317,13 +352,16 @@ std::string tile_group_script(const TileGroup& group) {
   };
   std::string match = "transform.structured.match ops{[\"" + op + "\"]} attributes{" +
                       kCandidateAttr + " = " + std::to_string(group.candidate) + " : i64, " +
-                      kPeelAttr + " = " + std::to_string(group.peel) +
+                      kPeelAttr + " = " + std::to_string(group.peel) + " : i64, " + kCacheMAttr +
+                      " = " + std::to_string(group.cache_m) + " : i64, " + kCacheNAttr + " = " +
+                      std::to_string(group.cache_n) +
                       " : i64} in %root : (!transform.any_op) -> !transform.any_op\n";
   // Tile for the caches, then to a register tile with a unit reduction step.
   std::string s = kScriptHead;
   s += "    %op = " + match;
   s += "    %l2, %outer" + loops + " = transform.structured.tile_using_for %op tile_sizes " +
-       sizes(c.cache[0], c.cache[1], c.cache[2]) + " : (!transform.any_op) -> " + types + "\n";
+       sizes(group.cache_m, group.cache_n, c.cache[2]) + " : (!transform.any_op) -> " + types +
+       "\n";
   // Cache tiles along the parallel dimensions write disjoint blocks of the result: those loops may
   // run on several threads (compiler_cpu/parallel_loops.h).
   for (int d = 0; d < (batch ? 3 : 2); ++d)

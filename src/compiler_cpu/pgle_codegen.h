@@ -31,12 +31,19 @@ struct PglePlan {
 std::vector<KernelInfo> instrument_kernels(mlir::ModuleOp module, const PglePlan& plan,
                                            std::vector<int64_t>* cold_kernels);
 
-// One tiling script applies to the contractions of one candidate, rank and peeling need.
+// One tiling script applies to the contractions of one candidate, rank, peeling need and cache
+// tile (the candidate's, evened out for the threads: balanced_cache_tile).
 struct TileGroup {
   int candidate;
   int peel;  // bit 0: peel the m loop, bit 1: the n loop
   bool batch;
+  int64_t cache_m;
+  int64_t cache_n;
 };
+// The cache tile for a dimension of `size` whose candidate tile is `tile` and register tile
+// `granule`: the candidate's, unless its few tiles would share out unevenly between two threads
+// (96 rows in 64-row tiles: 64 and 32), then one of up to twice the size that splits evenly (48).
+int64_t balanced_cache_tile(int64_t size, int64_t tile, int64_t granule);
 // Gives contractions without a candidate the default one, records which of their register loops
 // need peeling, and returns the groups present.
 std::vector<TileGroup> prepare_contractions(mlir::ModuleOp module);

@@ -29,6 +29,8 @@ struct Case {
 const std::vector<Case>& cases() {
   static const std::vector<Case> list = {
       {"matmul", {{301, 203}, {203, 259}}},
+      {"matmul_few_rows", {{96, 40}, {40, 1100}}},
+      {"matmul_narrow", {{49, 160}, {160, 150}}},
       {"batch_matmul", {{3, 130, 70}, {3, 70, 190}}},
       {"map", {{517, 1031}}},
       {"row_sums", {{777, 513}}},
@@ -51,7 +53,7 @@ bool same_bytes(const Buffer& a, const Buffer& b) {
 std::vector<double> reference(const Case& c, const std::vector<Buffer>& in) {
   std::string entry = c.entry;
   std::vector<double> out;
-  if (entry == "matmul" || entry == "batch_matmul") {
+  if (entry.rfind("matmul", 0) == 0 || entry == "batch_matmul") {
     bool batch = entry == "batch_matmul";
     int64_t batches = batch ? in[0].shape()[0] : 1;
     int64_t m = in[0].shape()[batch ? 1 : 0], k = in[0].shape()[batch ? 2 : 1];

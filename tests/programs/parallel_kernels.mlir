@@ -1,5 +1,5 @@
-// Kernels whose loops kiln runs on its thread pool: an odd-sized matmul (peeled register tiles,
-// partial cache tiles), a batched matmul, an elementwise map and a row reduction.
+// Kernels whose loops kiln runs on its thread pool: odd-sized matmuls (peeled register tiles,
+// partial and evened-out cache tiles), a batched matmul, an elementwise map and a row reduction.
 module @parallel_kernels {
   func.func @matmul(%a: tensor<301x203xf32>, %b: tensor<203x259xf32>) -> tensor<301x259xf32> {
     %zero = arith.constant 0.0 : f32
@@ -8,6 +8,26 @@ module @parallel_kernels {
     %r = linalg.matmul ins(%a, %b : tensor<301x203xf32>, tensor<203x259xf32>)
                        outs(%acc : tensor<301x259xf32>) -> tensor<301x259xf32>
     return %r : tensor<301x259xf32>
+  }
+
+  // Two 48-row tiles rather than 64 and 32 rows; the threads share out the 9 column tiles.
+  func.func @matmul_few_rows(%a: tensor<96x40xf32>, %b: tensor<40x1100xf32>) -> tensor<96x1100xf32> {
+    %zero = arith.constant 0.0 : f32
+    %empty = tensor.empty() : tensor<96x1100xf32>
+    %acc = linalg.fill ins(%zero : f32) outs(%empty : tensor<96x1100xf32>) -> tensor<96x1100xf32>
+    %r = linalg.matmul ins(%a, %b : tensor<96x40xf32>, tensor<40x1100xf32>)
+                       outs(%acc : tensor<96x1100xf32>) -> tensor<96x1100xf32>
+    return %r : tensor<96x1100xf32>
+  }
+
+  // One row tile: the threads share out column tiles of 96 (96 and 54 columns, not 128 and 22).
+  func.func @matmul_narrow(%a: tensor<49x160xf32>, %b: tensor<160x150xf32>) -> tensor<49x150xf32> {
+    %zero = arith.constant 0.0 : f32
+    %empty = tensor.empty() : tensor<49x150xf32>
+    %acc = linalg.fill ins(%zero : f32) outs(%empty : tensor<49x150xf32>) -> tensor<49x150xf32>
+    %r = linalg.matmul ins(%a, %b : tensor<49x160xf32>, tensor<160x150xf32>)
+                       outs(%acc : tensor<49x150xf32>) -> tensor<49x150xf32>
+    return %r : tensor<49x150xf32>
   }
 
   func.func @batch_matmul(%a: tensor<3x130x70xf32>, %b: tensor<3x70x190xf32>) -> tensor<3x130x190xf32> {
