@@ -204,8 +204,8 @@ mlir::scf::ParallelOp to_one_dimension(mlir::scf::ParallelOp loop) {
   // The innermost dimension is the one that runs along memory: moved outside, every other
   // dimension's step would stride through it (a 7x7x3x3x512 window gather ran 10x slower). It
   // may go outside when its iterations are blocks of at least 64 elements (a product's column
-  // tiles: 96x16 by 16x12544 has 2 row tiles, 64 and 32 rows, and 98 column tiles), or when no
-  // other dimension has two iterations to share out.
+  // tiles: 96x16 by 16x12544 has 2 row tiles and 98 column tiles), or when no other dimension
+  // has two iterations to share out.
   constexpr int64_t kWholeBlock = 64;
   std::vector<size_t> eligible;
   for (size_t d = 0; d + 1 < dims; ++d) eligible.push_back(d);
