@@ -192,7 +192,6 @@ double loop_imbalance(mlir::Value lower, mlir::Value upper, mlir::Value step) {
 mlir::scf::ParallelOp to_one_dimension(mlir::scf::ParallelOp loop) {
   size_t dims = loop.getNumLoops();
   if (dims == 1) return loop;
-  constexpr int64_t kEnoughBlocks = 8;
   std::vector<int64_t> trips;
   std::vector<double> imbalance;
   for (size_t d = 0; d < dims; ++d) {
@@ -223,7 +222,7 @@ mlir::scf::ParallelOp to_one_dimension(mlir::scf::ParallelOp loop) {
     }
   if (trips[chosen] < 2) chosen = dims - 1;
   for (size_t d : eligible)
-    if (trips[d] >= kEnoughBlocks) {
+    if (trips[d] >= kEnoughIterationsToShare) {
       chosen = d;
       break;
     }

@@ -21,6 +21,10 @@ inline constexpr const char* kParallelLoopAttr = "kiln.parallel";
 // Every other scf.parallel stays a sequential loop.
 void parallelize_loops(mlir::ModuleOp module);
 
+// A dimension with this many iterations or more is shared out as it is: one more or less per
+// thread does not matter then (the threads take equal counts of whole iterations).
+inline constexpr int64_t kEnoughIterationsToShare = 8;
+
 // How much more than half of `extent` the larger of two threads' shares is (1.0: even) when a loop
 // over it in steps of `step` is shared out as equal counts of whole iterations, as
 // parallelize_loops does: 96 rows in 64-row tiles give one thread 64 rows, the other 32 (1.33).

@@ -253,15 +253,14 @@ std::vector<KernelInfo> instrument_kernels(mlir::ModuleOp module, const PglePlan
 }
 
 int64_t balanced_cache_tile(int64_t size, int64_t tile, int64_t granule) {
-  // Eight or more tiles share out evenly enough; one tile is not split at all.
-  constexpr int64_t kEnoughTiles = 8;
+  // Enough tiles share out evenly as they are; one tile is not split at all.
   constexpr double kEvenEnough = 1.07;
-  if (size <= tile || (size + tile - 1) / tile >= kEnoughTiles) return tile;
+  if (size <= tile || (size + tile - 1) / tile >= kEnoughIterationsToShare) return tile;
   int64_t best = tile;
   double best_imbalance = two_thread_imbalance(size, tile);
   // An even number of tiles, the fewest that splits evenly enough (the larger a row tile, the
   // fewer times the other operand's block is read), else the most even.
-  for (int64_t count = 2; count <= kEnoughTiles; count += 2) {
+  for (int64_t count = 2; count <= kEnoughIterationsToShare; count += 2) {
     int64_t per_tile = (size + count - 1) / count;
     int64_t candidate = (per_tile + granule - 1) / granule * granule;
     if (candidate > 2 * tile) continue;
