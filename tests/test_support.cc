@@ -122,4 +122,17 @@ void expect_close(const Buffer& got, const std::vector<double>& want, double tol
   }
 }
 
+std::string compiled_stage(const std::string& name, const std::string& stage) {
+  TempDir dir;
+  ProcessResult r = run_process({kiln_binary(), "--cache-dir", dir.file("cache"), "--set",
+                                 "KILN_DUMP_IR_TO=" + dir.file("dump"), "compile",
+                                 program_path(name), "-o", dir.file("out.kx")});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  if (r.exit_code != 0) return "";
+  for (const auto& entry : std::filesystem::directory_iterator(dir.file("dump")))
+    if (entry.path().string().ends_with(stage)) return slurp(entry.path().string());
+  ADD_FAILURE() << "no dump of " << name << " ends in " << stage;
+  return "";
+}
+
 }  // namespace kiln::testing

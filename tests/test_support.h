@@ -52,6 +52,11 @@ const Client& shared_client();
 
 Result<std::shared_ptr<Executable>> compile_file(const std::string& path, EffortLevel level);
 
+// The program kiln compiles for test program `name` (tests/programs) at one stage of its
+// pipeline: the dump whose file name ends in `stage` ("2-vectorized.mlir", "3-llvm-dialect.mlir")
+// from `kiln compile` with KILN_DUMP_IR_TO; "" and a test failure where there is none.
+std::string compiled_stage(const std::string& name, const std::string& stage);
+
 // Uniform values in [-1, 1), the same for the same seed.
 Buffer random_f32(std::vector<int64_t> shape, uint32_t seed);
 // Fails the test (naming at most five elements) unless `got` holds `want` within a relative

@@ -1,7 +1,10 @@
 #include "compiler_cpu/accumulator_hoisting.h"
 
+#include <optional>
 #include <vector>
 
+#include "compiler_cpu/parallel_loops.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -155,20 +158,28 @@ bool depends_on(mlir::Value value, mlir::Value iv, int depth = 0) {
   return false;
 }
 
-// Every loop from `read` up to `top` moves the place it reads: each element is read once.
-bool read_once(mlir::vector::TransferReadOp read, mlir::Operation* top) {
+// The loops from `read` up to `top` that do not move the place it reads (a contraction's
+// reduction tile loop revisits each accumulator tile once per reduction block), or nullopt where
+// the read is not in such a nest: under another op than scf.for and scf.if, or under a loop that
+// will run in parallel (threads at different iterations would each take theirs as the first).
+// Every other loop moves the place, so each place is read first in the iteration where all the
+// returned loops are at their lower bound.
+std::optional<std::vector<mlir::scf::ForOp>> revisiting_loops(mlir::vector::TransferReadOp read,
+                                                              mlir::Operation* top) {
+  std::vector<mlir::scf::ForOp> revisiting;
   for (mlir::Operation* at = read->getParentOp(); at != nullptr; at = at->getParentOp()) {
     auto loop = mlir::dyn_cast<mlir::scf::ForOp>(at);
     if (!loop) {
-      if (!mlir::isa<mlir::scf::IfOp>(at)) return false;
+      if (!mlir::isa<mlir::scf::IfOp>(at)) return std::nullopt;
     } else if (!llvm::any_of(read.getIndices(), [&](mlir::Value index) {
                  return depends_on(index, loop.getInductionVar());
                })) {
-      return false;
+      if (loop->hasAttr(kParallelLoopAttr)) return std::nullopt;
+      revisiting.push_back(loop);
     }
-    if (at == top) return true;
+    if (at == top) return revisiting;
   }
-  return false;
+  return std::nullopt;
 }
 
 bool touches(mlir::Operation* op, mlir::Value buffer) {
@@ -203,8 +214,8 @@ bool only_reads(mlir::Operation* op, mlir::Value buffer) {
 }
 
 // The loop nest a marked fill's contraction became, when the fill can go: every access to the
-// buffer in it is a vector transfer, and every read reads its place once (so it reads the fill's
-// value). Null otherwise.
+// buffer in it is a vector transfer, and every read is in a nest of loops that either move its
+// place or revisit it (revisiting_loops). Null otherwise.
 mlir::scf::ForOp absorbing_nest(mlir::linalg::FillOp fill, mlir::Value buffer) {
   mlir::Operation* next = fill->getNextNode();
   while (next != nullptr && !touches(next, buffer)) next = next->getNextNode();
@@ -232,7 +243,7 @@ mlir::scf::ForOp absorbing_nest(mlir::linalg::FillOp fill, mlir::Value buffer) {
     }
     if (root_buffer(memref) != buffer) return;
     if (auto read = mlir::dyn_cast<mlir::vector::TransferReadOp>(op))
-      ok &= read_once(read, nest);
+      ok &= revisiting_loops(read, nest).has_value();
     else
       ok &= mlir::isa<mlir::vector::TransferWriteOp>(op);
   });
@@ -280,10 +291,31 @@ void absorb_fills(mlir::ModuleOp module) {
     });
     for (mlir::vector::TransferReadOp read : reads) {
       mlir::OpBuilder b(read);
-      mlir::Value splat =
-          mlir::vector::BroadcastOp::create(b, read.getLoc(), read.getVectorType(), value);
-      read.getResult().replaceAllUsesWith(splat);
-      read->erase();
+      mlir::Location loc = read.getLoc();
+      mlir::Value splat = mlir::vector::BroadcastOp::create(b, loc, read.getVectorType(), value);
+      std::vector<mlir::scf::ForOp> revisiting = *revisiting_loops(read, nest);
+      if (revisiting.empty()) {
+        read.getResult().replaceAllUsesWith(splat);
+        read->erase();
+        continue;
+      }
+      // The fill's value on the first visit (every revisiting loop at its first iteration), the
+      // partial sum in the buffer after.
+      mlir::Value first;
+      for (mlir::scf::ForOp loop : revisiting) {
+        mlir::Value at_start = mlir::arith::CmpIOp::create(
+            b, loc, mlir::arith::CmpIPredicate::eq, loop.getInductionVar(), loop.getLowerBound());
+        first = first ? mlir::arith::AndIOp::create(b, loc, first, at_start) : at_start;
+      }
+      auto choice = mlir::scf::IfOp::create(b, loc, mlir::TypeRange{read.getVectorType()}, first,
+                                            /*withElseRegion=*/true);
+      read.getResult().replaceAllUsesWith(choice.getResult(0));
+      mlir::OpBuilder then_builder = choice.getThenBodyBuilder();
+      mlir::scf::YieldOp::create(then_builder, loc, splat);
+      mlir::OpBuilder else_builder = choice.getElseBodyBuilder();
+      mlir::Operation* moved = read.getOperation();
+      moved->moveBefore(else_builder.getInsertionBlock(), else_builder.getInsertionPoint());
+      mlir::scf::YieldOp::create(else_builder, loc, read.getResult());
     }
     fill->erase();
   }

@@ -21,8 +21,9 @@ void hoist_accumulators(mlir::ModuleOp module);
 // over memory the product then reads back. Before tiling, mark_absorbable_fills marks such fills
 // (the contraction writes the whole buffer and has a reduction of at least one step); after
 // tiling and hoist_accumulators, absorb_fills drops each marked fill whose contraction reads
-// every place of its buffer exactly once (a single reduction block: no loop revisits a tile),
-// the reads replaced by the fill's value.
+// every place of its buffer from loops that either move the place or revisit it (the reduction
+// block loop of a contraction with more than one block): each read takes the fill's value on its
+// place's first visit (at one block: always), the partial sum in the buffer after.
 void mark_absorbable_fills(mlir::ModuleOp module);
 void absorb_fills(mlir::ModuleOp module);
 

@@ -4240,18 +4240,43 @@ class Importer {
       args += tap + ": " + elem + ", ";
     }
     line("^bb0(" + args + "%b" + std::to_string(next_id_++) + ": " + elem + "):");
-    // PyTorch's rule, a tap replaces the maximum when greater or NaN (a NaN stays): four vector
-    // instructions a tap on x86, where arith.maximumf's IEEE rule (signed zeros too) takes six.
-    std::string largest = taps[0];
-    for (size_t k = 1; k < taps.size(); ++k) {
-      std::string greater = op("arith.cmpf", {taps[k], largest}, elem, "ogt,");
-      std::string nan = op("arith.cmpf", {taps[k], taps[k]}, elem, "uno,");
-      std::string take = op("arith.ori", {greater, nan}, "i1");
-      largest = op("arith.select", {take, taps[k], largest}, elem);
+    // PyTorch's rule: the first of the largest taps, NaN where any tap is NaN. As a tree of
+    // `b > a ? b : a` (one maxps on x86; ties keep the earlier tap, as a running maximum does) and
+    // one unordered compare per pair of taps, the NaN put in at the end: about half the
+    // instructions of a running maximum that tests each tap for NaN, whose chain of compares and
+    // selects bound the 111-wide stem pool.
+    std::vector<std::string> level = taps;
+    while (level.size() > 1) {
+      std::vector<std::string> next;
+      for (size_t k = 0; k + 1 < level.size(); k += 2) {
+        std::string greater = op("arith.cmpf", {level[k + 1], level[k]}, elem, "ogt,");
+        next.push_back(op("arith.select", {greater, level[k + 1], level[k]}, elem));
+      }
+      if (level.size() % 2 == 1) next.push_back(level.back());
+      level = std::move(next);
+    }
+    std::string largest = level[0];
+    std::string any_nan;
+    for (size_t k = 0; k < taps.size(); k += 2) {
+      const std::string& other = k + 1 < taps.size() ? taps[k + 1] : taps[k];
+      std::string nan = op("arith.cmpf", {taps[k], other}, elem, "uno,");
+      any_nan = any_nan.empty() ? nan : op("arith.ori", {any_nan, nan}, "i1");
+    }
+    if (taps.size() > 1) {
+      std::string quiet_nan = fresh();
+      line("  " + quiet_nan + " = arith.constant " + quiet_nan_bits(elem) + " : " + elem);
+      largest = op("arith.select", {any_nan, quiet_nan, largest}, elem);
     }
     line("  linalg.yield " + largest + " : " + elem);
     line("} -> " + y.type());
     return y;
+  }
+
+  // A quiet NaN of a float type, as the hexadecimal literal arith.constant takes.
+  static std::string quiet_nan_bits(const std::string& elem) {
+    if (elem == "f16") return "0x7E00";
+    if (elem == "f64") return "0x7FF8000000000000";
+    return "0x7FC00000";
   }
 
   // A 2-D float max pool computed channels-last with the channel loop innermost, for output rows

@@ -77,6 +77,16 @@ TEST_P(NumericsTest, MatmulWithOneReductionBlock) {
   expect_product(*this, "matmul_reshaped.mlir", "short_reduction", 70, 20, 150, {7, 10, 150}, 13);
 }
 
+// A product's zero fill goes into its tiles whether it has one reduction block or several
+// (matmul_reshaped.mlir: 300 deep, three blocks of 128): each tile starts from zero on its first
+// block, and no pass over the result zeroes it before the product (at two threads that pass ran
+// on the calling thread alone, the worker then reading its zeros from the other core).
+TEST(ProductFills, GoIntoTheFirstReductionBlock) {
+  std::string vectorized = compiled_stage("matmul_reshaped.mlir", "2-vectorized.mlir");
+  EXPECT_NE(vectorized.find("vector.fma"), std::string::npos) << "no tiled product";
+  EXPECT_EQ(vectorized.find("linalg.fill"), std::string::npos) << vectorized.substr(0, 3000);
+}
+
 TEST_P(NumericsTest, TosaMlp) {
   Buffer x = random_f32({1, 8, 64}, 3), w1 = random_f32({1, 64, 128}, 4),
          b1 = random_f32({1, 1, 128}, 5), w2 = random_f32({1, 128, 10}, 6),
