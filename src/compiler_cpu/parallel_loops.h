@@ -18,7 +18,9 @@ inline constexpr const char* kParallelLoopAttr = "kiln.parallel";
 // allocations or calls inside, enough work), and rewrites each into tasks
 // (async-parallel-for) sized so a task holds enough work to pay for its dispatch. The task count
 // follows the thread count at run time (KILN_NUM_THREADS), so the code does not depend on it.
-// Every other scf.parallel stays a sequential loop.
+// Consecutive kernels too small for that, none touching what another writes, run as two shares
+// of about equal work where they hold enough of it together. Every other scf.parallel stays a
+// sequential loop.
 void parallelize_loops(mlir::ModuleOp module);
 
 // A dimension with this many iterations or more is shared out as it is: one more or less per

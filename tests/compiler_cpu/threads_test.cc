@@ -147,6 +147,68 @@ TEST_F(ThreadsTest, SeveralApplicationThreadsRunOneExecutableAtOnce) {
   for (int t = 0; t < kCallers; ++t) EXPECT_EQ(mismatches[t], 0) << "caller " << t;
 }
 
+// Runs `entry` of test program `name` at one thread, checks it against `want`, then at 2, 3 and
+// 5 threads against one thread's bits.
+void expect_one_threads_bits(const std::string& name, const std::string& entry,
+                             const std::vector<Buffer>& inputs, const std::vector<double>& want,
+                             double tolerance) {
+  auto exe = compile_file(program_path(name), EffortLevel::kO2);
+  ASSERT_TRUE(exe.ok()) << exe.status().to_string();
+  ASSERT_TRUE(config::set("KILN_NUM_THREADS", "1").ok());
+  auto one = (*exe)->execute(entry, inputs);
+  ASSERT_TRUE(one.ok()) << one.status().to_string();
+  expect_close((*one)[0], want, tolerance);
+  for (const char* threads : {"2", "3", "5"}) {
+    ASSERT_TRUE(config::set("KILN_NUM_THREADS", threads).ok());
+    auto many = (*exe)->execute(entry, inputs);
+    ASSERT_TRUE(many.ok()) << many.status().to_string();
+    EXPECT_TRUE(same_bytes((*one)[0], (*many)[0])) << threads << " threads differ from one";
+  }
+}
+
+// Eight elementwise kernels, each too small to split, each writing its own slice of the result
+// (independent_slices.mlir), run as two shares of four, one per thread: one parallel function
+// for them all (none before), and every thread count gives one thread's bits.
+TEST_F(ThreadsTest, SmallIndependentKernelsRunAsTwoShares) {
+  std::string lowered = compiled_stage("independent_slices.mlir", "3-llvm-dialect.mlir");
+  EXPECT_NE(lowered.find("@parallel_compute_fn("), std::string::npos)
+      << "the kernels stayed on one thread";
+  EXPECT_EQ(lowered.find("@parallel_compute_fn_"), std::string::npos)
+      << "the kernels should be one parallel loop of two shares, not several";
+
+  std::vector<Buffer> inputs = {random_f32({8, 64, 600}, 11)};
+  const float* x = inputs[0].as<float>();
+  constexpr int64_t kSlice = 64 * 600;
+  std::vector<double> want;
+  for (int64_t p = 0; p < 8; ++p)
+    for (int64_t i = 0; i < kSlice; ++i)
+      want.push_back(double(x[p * kSlice + i]) * double(p + 1) - x[(7 - p) * kSlice + i]);
+  expect_one_threads_bits("independent_slices.mlir", "slices", inputs, want, 1e-5);
+}
+
+// Eight small products in a chain, each reading the one before (dependent_products.mlir): never
+// shared out, however little each one is, and right at every thread count.
+TEST_F(ThreadsTest, SmallKernelsThatReadEachOthersResultsStayInOrder) {
+  std::string lowered = compiled_stage("dependent_products.mlir", "3-llvm-dialect.mlir");
+  EXPECT_NE(lowered.find("llvm.func"), std::string::npos);
+  EXPECT_EQ(lowered.find("@parallel_compute_fn"), std::string::npos)
+      << "a product ran beside the one whose result it reads";
+
+  std::vector<Buffer> inputs = {random_f32({48, 48}, 21), random_f32({48, 48}, 22)};
+  // Weights scaled so the chain's values stay near 1 (each step sums 48 terms of variance 1/9).
+  float* w = inputs[1].as<float>();
+  for (int64_t i = 0; i < 48 * 48; ++i) w[i] *= 0.25f;
+  std::vector<double> y(inputs[0].as<float>(), inputs[0].as<float>() + 48 * 48);
+  for (int step = 0; step < 8; ++step) {
+    std::vector<double> next(48 * 48, 0.0);
+    for (int i = 0; i < 48; ++i)
+      for (int k = 0; k < 48; ++k)
+        for (int j = 0; j < 48; ++j) next[i * 48 + j] += y[i * 48 + k] * w[k * 48 + j];
+    y = std::move(next);
+  }
+  expect_one_threads_bits("dependent_products.mlir", "chain", inputs, y, 1e-4);
+}
+
 int thread_count() {
   int count = 0;
   DIR* dir = opendir("/proc/self/task");
