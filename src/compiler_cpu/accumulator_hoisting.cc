@@ -9,6 +9,8 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/Transforms.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/PatternMatch.h"
@@ -285,37 +287,48 @@ void absorb_fills(mlir::ModuleOp module) {
     mlir::scf::ForOp nest = absorbing_nest(fill, buffer);
     if (!nest) continue;
     mlir::Value value = fill.getDpsInputOperand(0)->get();
-    std::vector<mlir::vector::TransferReadOp> reads;
-    nest->walk([&](mlir::vector::TransferReadOp read) {
-      if (root_buffer(read.getBase()) == buffer) reads.push_back(read);
-    });
-    for (mlir::vector::TransferReadOp read : reads) {
-      mlir::OpBuilder b(read);
-      mlir::Location loc = read.getLoc();
-      mlir::Value splat = mlir::vector::BroadcastOp::create(b, loc, read.getVectorType(), value);
-      std::vector<mlir::scf::ForOp> revisiting = *revisiting_loops(read, nest);
-      if (revisiting.empty()) {
-        read.getResult().replaceAllUsesWith(splat);
-        read->erase();
+    auto reads_of_buffer = [&](mlir::Operation* within) {
+      std::vector<mlir::vector::TransferReadOp> reads;
+      within->walk([&](mlir::vector::TransferReadOp read) {
+        if (root_buffer(read.getBase()) == buffer) reads.push_back(read);
+      });
+      return reads;
+    };
+    // The loops that revisit a place more than once (a single-trip loop visits it once).
+    std::vector<mlir::scf::ForOp> revisiting;
+    for (mlir::vector::TransferReadOp read : reads_of_buffer(nest)) {
+      std::vector<mlir::scf::ForOp> loops = *revisiting_loops(read, nest);
+      for (mlir::scf::ForOp loop : loops) {
+        std::optional<int64_t> lb = mlir::getConstantIntValue(loop.getLowerBound());
+        std::optional<int64_t> ub = mlir::getConstantIntValue(loop.getUpperBound());
+        std::optional<int64_t> step = mlir::getConstantIntValue(loop.getStep());
+        bool once = lb && ub && step && *ub > *lb && *ub - *lb <= *step;
+        if (!once && llvm::find(revisiting, loop) == revisiting.end()) revisiting.push_back(loop);
+      }
+    }
+    // One reduction block loop: its first iteration, peeled off, takes the fill's value; the
+    // others read the partial sums. (A branch per tile on the block instead ran large products
+    // slower: 1024^3 12.9 -> 13.5 ms, not interleaved.) Several such loops, or a read outside
+    // the one: the fill stays.
+    mlir::Operation* first_visits = nest;
+    if (revisiting.size() > 1) continue;
+    if (revisiting.size() == 1) {
+      mlir::Operation* loop = revisiting[0];
+      if (llvm::any_of(reads_of_buffer(nest),
+                       [&](mlir::vector::TransferReadOp read) { return !loop->isAncestor(read); }))
         continue;
-      }
-      // The fill's value on the first visit (every revisiting loop at its first iteration), the
-      // partial sum in the buffer after.
-      mlir::Value first;
-      for (mlir::scf::ForOp loop : revisiting) {
-        mlir::Value at_start = mlir::arith::CmpIOp::create(
-            b, loc, mlir::arith::CmpIPredicate::eq, loop.getInductionVar(), loop.getLowerBound());
-        first = first ? mlir::arith::AndIOp::create(b, loc, first, at_start) : at_start;
-      }
-      auto choice = mlir::scf::IfOp::create(b, loc, mlir::TypeRange{read.getVectorType()}, first,
-                                            /*withElseRegion=*/true);
-      read.getResult().replaceAllUsesWith(choice.getResult(0));
-      mlir::OpBuilder then_builder = choice.getThenBodyBuilder();
-      mlir::scf::YieldOp::create(then_builder, loc, splat);
-      mlir::OpBuilder else_builder = choice.getElseBodyBuilder();
-      mlir::Operation* moved = read.getOperation();
-      moved->moveBefore(else_builder.getInsertionBlock(), else_builder.getInsertionPoint());
-      mlir::scf::YieldOp::create(else_builder, loc, read.getResult());
+      mlir::IRRewriter rewriter(fill->getContext());
+      mlir::scf::ForOp first;
+      if (mlir::failed(mlir::scf::peelForLoopFirstIteration(rewriter, revisiting[0], first)))
+        continue;
+      first_visits = first;
+    }
+    for (mlir::vector::TransferReadOp read : reads_of_buffer(first_visits)) {
+      mlir::OpBuilder b(read);
+      mlir::Value splat =
+          mlir::vector::BroadcastOp::create(b, read.getLoc(), read.getVectorType(), value);
+      read.getResult().replaceAllUsesWith(splat);
+      read->erase();
     }
     fill->erase();
   }

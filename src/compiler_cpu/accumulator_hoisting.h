@@ -21,9 +21,10 @@ void hoist_accumulators(mlir::ModuleOp module);
 // over memory the product then reads back. Before tiling, mark_absorbable_fills marks such fills
 // (the contraction writes the whole buffer and has a reduction of at least one step); after
 // tiling and hoist_accumulators, absorb_fills drops each marked fill whose contraction reads
-// every place of its buffer from loops that either move the place or revisit it (the reduction
-// block loop of a contraction with more than one block): each read takes the fill's value on its
-// place's first visit (at one block: always), the partial sum in the buffer after.
+// every place of its buffer from loops that either move the place or revisit it (at most one
+// loop revisits: the reduction block loop of a contraction with more than one block). That loop's
+// first iteration is peeled off and reads the fill's value instead of the buffer; the rest read
+// the partial sums.
 void mark_absorbable_fills(mlir::ModuleOp module);
 void absorb_fills(mlir::ModuleOp module);
 
