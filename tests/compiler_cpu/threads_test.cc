@@ -186,8 +186,8 @@ TEST_F(ThreadsTest, SmallIndependentKernelsRunAsTwoShares) {
   expect_one_threads_bits("independent_slices.mlir", "slices", inputs, want, 1e-5);
 }
 
-// Eight small products in a chain, each reading the one before (dependent_products.mlir): never
-// shared out, however little each one is, and right at every thread count.
+// Eight small products in a chain, each a single tile reading the one before
+// (dependent_products.mlir): never shared out, and right at every thread count.
 TEST_F(ThreadsTest, SmallKernelsThatReadEachOthersResultsStayInOrder) {
   std::string lowered = compiled_stage("dependent_products.mlir", "3-llvm-dialect.mlir");
   EXPECT_NE(lowered.find("llvm.func"), std::string::npos);
@@ -195,7 +195,7 @@ TEST_F(ThreadsTest, SmallKernelsThatReadEachOthersResultsStayInOrder) {
       << "a product ran beside the one whose result it reads";
 
   std::vector<Buffer> inputs = {random_f32({48, 48}, 21), random_f32({48, 48}, 22)};
-  // Weights scaled so the chain's values stay near 1 (each step sums 48 terms of variance 1/9).
+  // Weights of variance 1/48 (uniform in [-1/4, 1/4)): each step's 48 terms keep the values' scale.
   float* w = inputs[1].as<float>();
   for (int64_t i = 0; i < 48 * 48; ++i) w[i] *= 0.25f;
   std::vector<double> y(inputs[0].as<float>(), inputs[0].as<float>() + 48 * 48);
