@@ -129,9 +129,14 @@ std::string compiled_stage(const std::string& name, const std::string& stage) {
                                  program_path(name), "-o", dir.file("out.kx")});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   if (r.exit_code != 0) return "";
-  for (const auto& entry : std::filesystem::directory_iterator(dir.file("dump")))
+  return dumped_stage_in(dir.file("dump"), stage);
+}
+
+std::string dumped_stage_in(const std::string& dump_dir, const std::string& stage) {
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dump_dir, error))
     if (entry.path().string().ends_with(stage)) return slurp(entry.path().string());
-  ADD_FAILURE() << "no dump of " << name << " ends in " << stage;
+  ADD_FAILURE() << "no dump in " << dump_dir << " ends in " << stage;
   return "";
 }
 

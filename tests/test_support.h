@@ -56,6 +56,9 @@ Result<std::shared_ptr<Executable>> compile_file(const std::string& path, Effort
 // pipeline: the dump whose file name ends in `stage` ("2-vectorized.mlir", "3-llvm-dialect.mlir")
 // from `kiln compile` with KILN_DUMP_IR_TO; "" and a test failure where there is none.
 std::string compiled_stage(const std::string& name, const std::string& stage);
+// The dump in `dump_dir` (a KILN_DUMP_IR_TO directory) whose file name ends in `stage`; "" and a
+// test failure where there is none.
+std::string dumped_stage_in(const std::string& dump_dir, const std::string& stage);
 
 // Uniform values in [-1, 1), the same for the same seed.
 Buffer random_f32(std::vector<int64_t> shape, uint32_t seed);

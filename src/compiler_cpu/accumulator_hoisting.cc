@@ -10,7 +10,6 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
-#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/PatternMatch.h"
@@ -299,10 +298,8 @@ void absorb_fills(mlir::ModuleOp module) {
     for (mlir::vector::TransferReadOp read : reads_of_buffer(nest)) {
       std::vector<mlir::scf::ForOp> loops = *revisiting_loops(read, nest);
       for (mlir::scf::ForOp loop : loops) {
-        std::optional<int64_t> lb = mlir::getConstantIntValue(loop.getLowerBound());
-        std::optional<int64_t> ub = mlir::getConstantIntValue(loop.getUpperBound());
-        std::optional<int64_t> step = mlir::getConstantIntValue(loop.getStep());
-        bool once = lb && ub && step && *ub > *lb && *ub - *lb <= *step;
+        std::optional<llvm::APInt> trips = loop.getStaticTripCount();
+        bool once = trips && trips->isOne();
         if (!once && llvm::find(revisiting, loop) == revisiting.end()) revisiting.push_back(loop);
       }
     }

@@ -98,9 +98,9 @@ int64_t block_work(mlir::Block& block) {
 
 // Nothing inside may allocate (the checking allocator reports failures on the calling thread
 // only) or call out (host callbacks, printing, user functions expect the program's thread).
-bool safe_to_run_on_workers(mlir::scf::ParallelOp loop) {
+bool safe_to_run_on_workers(mlir::Operation* loop) {
   bool safe = true;
-  loop.getBody()->walk([&](mlir::Operation* op) {
+  loop->walk([&](mlir::Operation* op) {
     if (mlir::isa<mlir::memref::AllocOp, mlir::memref::ReallocOp, mlir::memref::DeallocOp,
                   mlir::func::CallOp, mlir::func::CallIndirectOp>(op))
       safe = false;
@@ -556,16 +556,13 @@ bool sequential_kernel(mlir::Operation& op, const std::vector<mlir::scf::Paralle
     return false;
   if (auto loop = mlir::dyn_cast<mlir::scf::ParallelOp>(op); loop && loop.getNumReductions() != 0)
     return false;
-  bool safe = true;
-  op.walk([&](mlir::Operation* inner) {
-    if (mlir::isa<mlir::memref::AllocOp, mlir::memref::ReallocOp, mlir::memref::DeallocOp,
-                  mlir::func::CallOp, mlir::func::CallIndirectOp>(inner))
-      safe = false;
-    if (auto nested = mlir::dyn_cast<mlir::scf::ParallelOp>(inner);
-        nested && std::find(parallel.begin(), parallel.end(), nested) != parallel.end())
-      safe = false;
+  if (!safe_to_run_on_workers(&op)) return false;
+  bool nested_parallel = false;
+  op.walk([&](mlir::scf::ParallelOp nested) {
+    if (std::find(parallel.begin(), parallel.end(), nested) != parallel.end())
+      nested_parallel = true;
   });
-  return safe;
+  return !nested_parallel;
 }
 
 // Between kernels: computations without effects and allocations, which may move in front of them.

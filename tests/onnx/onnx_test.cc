@@ -142,14 +142,7 @@ std::string dumped_stage(const std::string& name, const std::string& stage) {
                               "--no-cache", "--set", "KILN_DUMP_IR_TO=" + dir.file("dump")});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   if (r.exit_code != 0) return "";
-  for (const auto& entry : std::filesystem::directory_iterator(dir.file("dump")))
-    if (entry.path().string().ends_with(stage)) {
-      auto text = read_file(entry.path().string());
-      EXPECT_TRUE(text.ok());
-      return text.ok() ? *text : "";
-    }
-  ADD_FAILURE() << "no dump ends in " << stage;
-  return "";
+  return dumped_stage_in(dir.file("dump"), stage);
 }
 
 // Between channels-last layers the feature maps stay channels-last: the program transposes only
