@@ -214,6 +214,22 @@ bool only_reads(mlir::Operation* op, mlir::Value buffer) {
   return reads;
 }
 
+// Whether `op` holds part of a contraction: its vector contractions, or a linalg kernel with a
+// reduction that was not vectorised. (An elementwise epilogue updating the result in place holds
+// none.)
+bool holds_contraction(mlir::Operation* op) {
+  bool found = false;
+  op->walk([&](mlir::Operation* inner) {
+    if (mlir::isa<mlir::vector::ContractionOp, mlir::vector::OuterProductOp, mlir::vector::FMAOp>(
+            inner))
+      found = true;
+    if (auto linalg_op = mlir::dyn_cast<mlir::linalg::LinalgOp>(inner))
+      found |= linalg_op.getNumReductionLoops() > 0;
+    return found ? mlir::WalkResult::interrupt() : mlir::WalkResult::advance();
+  });
+  return found;
+}
+
 // The loop nest a marked fill's contraction became, when the fill can go: every access to the
 // buffer in it is a vector transfer, and every read is in a nest of loops that either move its
 // place or revisit it (revisiting_loops). Null otherwise.
@@ -223,12 +239,12 @@ mlir::scf::ForOp absorbing_nest(mlir::linalg::FillOp fill, mlir::Value buffer) {
   auto nest = mlir::dyn_cast_or_null<mlir::scf::ForOp>(next);
   if (!nest) return {};
   // The whole contraction must be this nest: the next op to touch the buffer is a consumer (a
-  // view, a kernel, a return), not more loops or tiles (a remainder left outside the nest when
-  // single-trip loops fold away).
+  // view, a kernel, a return, an epilogue updating the tile in place), not more loops or tiles
+  // of the contraction (a remainder left outside the nest when single-trip loops fold away).
   mlir::Operation* after = nest->getNextNode();
   while (after != nullptr && !touches(after, buffer)) after = after->getNextNode();
   if (after != nullptr &&
-      ((after->getNumRegions() != 0 && !only_reads(after, buffer)) ||
+      ((after->getNumRegions() != 0 && !only_reads(after, buffer) && holds_contraction(after)) ||
        mlir::isa<mlir::vector::TransferReadOp, mlir::vector::TransferWriteOp>(after)))
     return {};
   bool ok = true;
@@ -258,8 +274,14 @@ void mark_absorbable_fills(mlir::ModuleOp module) {
   module.walk([&](mlir::Operation* op) {
     if (!mlir::isa<mlir::linalg::MatmulOp, mlir::linalg::BatchMatmulOp>(op)) return;
     auto linalg_op = mlir::cast<mlir::linalg::LinalgOp>(op);
+    // The result's own buffer, or its tile of one (an epilogue-fused product's forall tile).
     mlir::Value out = linalg_op.getDpsInitOperand(0)->get();
-    if (!out.getDefiningOp<mlir::memref::AllocOp>()) return;
+    if (!out.getDefiningOp<mlir::memref::AllocOp>() &&
+        !(out.getDefiningOp<mlir::memref::SubViewOp>() &&
+          out.getDefiningOp<mlir::memref::SubViewOp>()
+              .getSource()
+              .getDefiningOp<mlir::memref::AllocOp>()))
+      return;
     // No reduction step at all would leave the buffer unwritten.
     auto lhs = mlir::dyn_cast<mlir::MemRefType>(op->getOperand(0).getType());
     if (!lhs || !lhs.hasStaticShape() || lhs.getShape().back() < 1) return;
@@ -282,7 +304,7 @@ void absorb_fills(mlir::ModuleOp module) {
   });
   for (mlir::linalg::FillOp fill : fills) {
     fill->removeAttr(kAbsorbableAttr);
-    mlir::Value buffer = fill.getDpsInitOperand(0)->get();
+    mlir::Value buffer = root_buffer(fill.getDpsInitOperand(0)->get());
     mlir::scf::ForOp nest = absorbing_nest(fill, buffer);
     if (!nest) continue;
     mlir::Value value = fill.getDpsInputOperand(0)->get();

@@ -753,11 +753,18 @@ class Importer {
       return *nhwc;
     if (std::optional<Value> planar = elementwise_on_planes(ins, out_elem, out_shape, body))
       return *planar;
-    std::vector<std::string> names, types, maps, block_args;
+    std::vector<std::string> maps;
+    for (Value* v : ins) maps.push_back(broadcast_map(v->shape, out_shape));
+    return elementwise_at(ins, maps, out_elem, out_shape, body);
+  }
+
+  // An all-parallel kernel computing `out_shape` from `ins`, each read at its map in `maps`.
+  Value elementwise_at(std::vector<Value*> ins, std::vector<std::string> maps,
+                       const std::string& out_elem, const Shape& out_shape, const Body& body) {
+    std::vector<std::string> names, types, block_args;
     for (Value* v : ins) {
       names.push_back(ssa(*v));
       types.push_back(v->type());
-      maps.push_back(broadcast_map(v->shape, out_shape));
     }
     maps.push_back(broadcast_map(out_shape, out_shape));
     std::string init = empty(out_elem, out_shape);
@@ -3150,7 +3157,9 @@ class Importer {
       Value padded = pad(x, low, high, 0);
       y = conv_as_shifted_matmuls(padded, w, win.dilations, win.out);
     } else if (phase_planes_apply(x, w, win, group)) {
-      y = depthwise_phase_taps(x, w, win);
+      std::optional<Expansion> expansion = expansion_of(node_->input(0));
+      if (expansion && plane_columns(win, w) < kMinExpansionColumns) expansion.reset();
+      y = expansion ? expanded_phase_taps(*expansion, w, win) : depthwise_phase_taps(x, w, win);
     } else {
       Value padded = pad(x, low, high, 0);
       y = conv_core(padded, w, win.strides, win.dilations, group, win.out);
@@ -3215,71 +3224,290 @@ class Importer {
   // input would not vectorise. The copies are the kernels that compute the input can be merged
   // into (clone_into_gathering_copies in the compiler): then no padded input is written at all.
   Value depthwise_phase_taps(Value& x, Value& w, const Window& win) {
-    int64_t c = x.shape[1], kh = w.shape[2], kw = w.shape[3];
+    Value planes = phase_planes(x, win, w.shape[2], w.shape[3]);
+    return taps_over_planes(planes, w, win, false);
+  }
+
+  // The taps of a strided depthwise convolution over its input's phase planes (see
+  // phase_planes, `channel_major` their layout), summed into its (1, C, OH, OW) output.
+  Value taps_over_planes(Value& planes, Value& w, const Window& win, bool channel_major) {
+    int64_t c = w.shape[0], kh = w.shape[2], kw = w.shape[3];
     int64_t oh = win.out[0], ow = win.out[1], sh = win.strides[0], sw = win.strides[1];
-    Value planes = phase_planes(x, win, kh, kw);
     Value per_tap = prepared_weights(w, {2, 3, 0, 1}, {kh * kw, c, 1, 1});
     Value sum;
     for (int64_t i = 0; i < kh; ++i)
       for (int64_t j = 0; j < kw; ++j) {
         int64_t p = (i % sh) * sw + j % sw;
-        Value shifted = slice(planes, {p, 0, i / sh, j / sw}, {1, c, oh, ow}, {1, 1, 1, 1});
         Value tap = slice(per_tap, {i * kw + j, 0, 0, 0}, {1, c, 1, 1}, {1, 1, 1, 1});
-        Value term = binary("Mul", shifted, tap);
+        Value term;
+        if (channel_major) {
+          // The (C, 1, OH, OW) view read as (1, C, OH, OW) by the kernel itself: a reshape
+          // between would keep the sum from fusing with the bias and activation after it.
+          Value shifted = slice(planes, {0, p, i / sh, j / sw}, {c, 1, oh, ow}, {1, 1, 1, 1});
+          std::string swapped = "affine_map<(d0, d1, d2, d3) -> (d1, d0, d2, d3)>";
+          term =
+              elementwise_at({&shifted, &tap}, {swapped, broadcast_map(tap.shape, {1, c, oh, ow})},
+                             w.elem, {1, c, oh, ow}, [&](const std::vector<std::string>& a) {
+                               return op("arith.mulf", {a[0], a[1]}, w.elem);
+                             });
+        } else {
+          Value shifted = slice(planes, {p, 0, i / sh, j / sw}, {1, c, oh, ow}, {1, 1, 1, 1});
+          term = binary("Mul", shifted, tap);
+        }
         sum = (i == 0 && j == 0) ? term : binary("Add", sum, term);
       }
     return sum;
   }
 
-  // The padded input of a strided window operation on one NCHW image split into its phase planes,
-  // one tensor (SH*SW, C, EH, EW): plane a * SW + b holds the padded pixels at rows a, a+SH, ...
-  // and columns b, b+SW, ..., copied from the input (every S-th pixel), its padding filled around
-  // them. A KHxKW window's tap (i, j) at output pixel (r, q) is then plane
-  // (i % SH) * SW + j % SW at (r + i / SH, q + j / SW): unit stride along the output row.
-  Value phase_planes(Value& x, const Window& win, int64_t kh, int64_t kw) {
-    int64_t c = x.shape[1];
-    const int64_t stride[2] = {win.strides[0], win.strides[1]};
-    const int64_t in[2] = {x.shape[2], x.shape[3]};
-    // Each plane spans the output plus the taps' largest shift.
-    const int64_t extent[2] = {win.out[0] + (kh - 1) / stride[0],
-                               win.out[1] + (kw - 1) / stride[1]};
-    Value planes = empty_value(x.elem, {stride[0] * stride[1], c, extent[0], extent[1]});
-    for (int64_t a = 0; a < stride[0]; ++a)
-      for (int64_t b = 0; b < stride[1]; ++b) {
+  // A pointwise convolution and the activation after it that compute a strided depthwise
+  // convolution's input, and nothing else: mobilenet_v2's expansions (ReLU6) and
+  // efficientnet_b0's (SiLU, x * Sigmoid(x)) before a stride 2.
+  struct Expansion {
+    Value input, weights;
+    std::optional<Value> bias;
+    bool silu = false;
+    // Otherwise the activation: clamps, applied in order (Relu: a low bound of 0).
+    struct Clamp {
+      std::optional<double> low, high;
+    };
+    std::vector<Clamp> clamps;
+  };
+  using Clamp = Expansion::Clamp;
+
+  // The attribute `name` of `node`, or null.
+  static const onnx::AttributeProto* node_attr(const onnx::NodeProto& node,
+                                               const std::string& name) {
+    for (const auto& a : node.attribute())
+      if (a.name() == name) return &a;
+    return nullptr;
+  }
+
+  // Whether `conv` is a 1x1 convolution of stride 1 without padding or groups.
+  static bool pointwise_conv(const onnx::NodeProto& conv) {
+    if (conv.op_type() != "Conv" || conv.input_size() < 2 || conv.output_size() != 1) return false;
+    for (const auto& a : conv.attribute()) {
+      const std::string& n = a.name();
+      if (n == "group" && a.i() != 1) return false;
+      if (n == "auto_pad" && a.s() != "NOTSET" && a.s() != "VALID") return false;
+      if (n == "kernel_shape" || n == "strides" || n == "dilations" || n == "pads")
+        for (int64_t v : a.ints())
+          if (v != (n == "pads" ? 0 : 1)) return false;
+    }
+    return true;
+  }
+
+  // The Expansion computing the value `name`, when it is a float image of one batch that is read
+  // by the current node alone.
+  std::optional<Expansion> expansion_of(const std::string& name) {
+    auto made = producer_.find(name);
+    if (made == producer_.end() || graph_outputs_.count(name) || consumers_.count(name) != 1)
+      return std::nullopt;
+    const onnx::NodeProto* act = made->second;
+    Expansion e;
+    std::string product = act->input_size() > 0 ? act->input(0) : "";
+    if (act->op_type() == "Mul" && act->input_size() == 2) {
+      // x * Sigmoid(x), x read by these two alone.
+      for (int k = 0; k < 2 && !e.silu; ++k) {
+        auto sigmoid = producer_.find(act->input(1 - k));
+        if (sigmoid == producer_.end() || sigmoid->second->op_type() != "Sigmoid" ||
+            sigmoid->second->input_size() != 1 || sigmoid->second->input(0) != act->input(k) ||
+            only_reader(act->input(1 - k)) != act || graph_outputs_.count(act->input(k)) ||
+            consumers_.count(act->input(k)) != 2)
+          continue;
+        e.silu = true;
+        product = act->input(k);
+      }
+      if (!e.silu) return std::nullopt;
+    } else {
+      // Relu and Clip nodes, each read by the next alone (F.relu6 exports as Relu then Clip).
+      while (true) {
+        Clamp clamp;
+        if (act->op_type() == "Relu" && act->input_size() == 1) {
+          clamp.low = 0;
+        } else if (act->op_type() == "Clip" && opset_ >= 11 && act->input_size() >= 1) {
+          for (int k = 1; k < act->input_size() && k < 3; ++k) {
+            if (act->input(k).empty()) continue;
+            auto bound = values_.find(act->input(k));
+            if (bound == values_.end() || !bound->second.is_const || bound->second.count() != 1)
+              return std::nullopt;
+            (k == 1 ? clamp.low : clamp.high) = bound->second.as_double(0);
+          }
+        } else {
+          break;
+        }
+        e.clamps.insert(e.clamps.begin(), clamp);
+        product = act->input(0);
+        auto before = producer_.find(product);
+        if (before == producer_.end() || only_reader(product) != act) return std::nullopt;
+        act = before->second;
+      }
+      if (e.clamps.empty()) return std::nullopt;
+    }
+    auto conv_made = producer_.find(product);
+    if (conv_made == producer_.end()) return std::nullopt;
+    const onnx::NodeProto* conv = conv_made->second;
+    if (!pointwise_conv(*conv)) return std::nullopt;
+    auto x = values_.find(conv->input(0)), w = values_.find(conv->input(1));
+    if (x == values_.end() || w == values_.end()) return std::nullopt;
+    e.input = x->second;
+    e.weights = w->second;
+    const Shape& xs = e.input.shape;
+    if (xs.size() != 4 || xs[0] != 1 || e.input.is_const || e.input.elem != "f32")
+      return std::nullopt;
+    if (e.weights.shape != Shape{e.weights.shape[0], xs[1], 1, 1} || e.weights.elem != "f32")
+      return std::nullopt;
+    if (conv->input_size() > 2 && !conv->input(2).empty()) {
+      auto bias = values_.find(conv->input(2));
+      if (bias == values_.end() || bias->second.shape != Shape{e.weights.shape[0]})
+        return std::nullopt;
+      e.bias = bias->second;
+    }
+    return e;
+  }
+
+  // The columns of a strided depthwise convolution's phase planes: SH*SW*EH*EW.
+  static int64_t plane_columns(const Window& win, const Value& w) {
+    return win.strides[0] * win.strides[1] * (win.out[0] + (w.shape[2] - 1) / win.strides[0]) *
+           (win.out[1] + (w.shape[3] - 1) / win.strides[1]);
+  }
+  // Expansions whose planes have fewer columns stay separate kernels: their output is small enough
+  // to be read again from cache, and the planes' odd widths cost the product more than the copies
+  // (mobilenet_v2 A/B at T=1, against no expansion on planes: all three 0.972, only the 112x112
+  // one, 12996 columns, 0.960; efficientnet_b0's 3600- and 900-column ones 1.02 each).
+  static constexpr int64_t kMinExpansionColumns = 8192;
+
+  // A strided depthwise convolution of an Expansion's output, the expansion computed on the
+  // phase planes of its own input: the product's columns are those planes, (C, SH*SW*EH*EW), so
+  // it writes the depthwise's planes itself, its bias and activation on each tile while in
+  // cache (epilogue fusion) and zero where a plane is padding. Without this the product's output
+  // is read again by the kernels that split it into planes (mobilenet_v2's 16 -> 96 expansion at
+  // 112x112: 0.36 ms of copies after a 0.50 ms product).
+  Value expanded_phase_taps(Expansion& e, Value& w, const Window& win) {
+    int64_t c = e.input.shape[1], f = e.weights.shape[0];
+    Value input_planes = phase_planes(e.input, win, w.shape[2], w.shape[3], true);
+    PhasePlanes layout =
+        phase_plane_layout({e.input.shape[2], e.input.shape[3]}, win, w.shape[2], w.shape[3]);
+    int64_t plane = layout.extent[0] * layout.extent[1], columns = layout.count() * plane;
+    Value cols = reshape(input_planes, {c, columns});
+    Value weights = reshape(e.weights, {f, c});
+    Value product = matmul(weights, cols);
+    std::vector<double> inside(columns, 0.0);
+    for (int64_t p = 0; p < layout.count(); ++p) {
+      const PlaneRegion& region = layout.planes[p];
+      for (int64_t r = region.first[0]; r < region.first[0] + region.count[0]; ++r)
+        for (int64_t q = region.first[1]; q < region.first[1] + region.count[1]; ++q)
+          inside[p * plane + r * layout.extent[1] + q] = 1.0;
+    }
+    Value mask = make_const_floats("f32", {columns}, std::move(inside));
+    std::vector<Value*> ins = {&product, &mask};
+    Value bias;
+    if (e.bias) {
+      bias = reshape(*e.bias, {f, 1});
+      ins.push_back(&bias);
+    }
+    std::vector<Clamp> clamps = e.clamps;
+    bool silu = e.silu;
+    Value activated =
+        elementwise(ins, "f32", {f, columns}, [&, clamps, silu](const std::vector<std::string>& a) {
+          std::string v = a.size() > 2 ? op("arith.addf", {a[0], a[2]}, "f32") : a[0];
+          if (silu) {  // as Sigmoid and Mul compute it unfused
+            std::string e = op("math.exp", {op("arith.negf", {v}, "f32")}, "f32");
+            std::string one = k_in_body("f32", 1);
+            std::string sigmoid = op("arith.divf", {one, op("arith.addf", {one, e}, "f32")}, "f32");
+            v = op("arith.mulf", {v, sigmoid}, "f32");
+          }
+          for (const Clamp& clamp : clamps) {
+            if (clamp.low) v = op("arith.maximumf", {v, k_in_body("f32", *clamp.low)}, "f32");
+            if (clamp.high) v = op("arith.minimumf", {v, k_in_body("f32", *clamp.high)}, "f32");
+          }
+          std::string in = cmp("f32", "one", "ne", a[1], k_in_body("f32", 0));
+          return select(in, v, k_in_body("f32", 0), "f32");
+        });
+    Value planes = reshape(activated, {f, layout.count(), layout.extent[0], layout.extent[1]});
+    return taps_over_planes(planes, w, win, true);
+  }
+
+  // Where the padded input of a strided KHxKW window operation lies in its phase planes: each
+  // plane spans the output plus the taps' largest shift (`extent`), and plane a * SW + b holds
+  // input pixels at rows [first[0], first[0] + count[0]) and columns [first[1], ...), input row
+  // source[0] + r * SH at plane row first[0] + r; the rest of the plane is padding.
+  struct PlaneRegion {
+    int64_t first[2], count[2], source[2];
+  };
+  struct PhasePlanes {
+    int64_t stride[2], extent[2];
+    std::vector<PlaneRegion> planes;
+    int64_t count() const { return stride[0] * stride[1]; }
+  };
+  static PhasePlanes phase_plane_layout(const Shape& in_spatial, const Window& win, int64_t kh,
+                                        int64_t kw) {
+    PhasePlanes layout;
+    const int64_t in[2] = {in_spatial[0], in_spatial[1]};
+    layout.stride[0] = win.strides[0];
+    layout.stride[1] = win.strides[1];
+    layout.extent[0] = win.out[0] + (kh - 1) / win.strides[0];
+    layout.extent[1] = win.out[1] + (kw - 1) / win.strides[1];
+    for (int64_t a = 0; a < layout.stride[0]; ++a)
+      for (int64_t b = 0; b < layout.stride[1]; ++b) {
         // Plane (a, b)'s row r is padded row r * S + a, input row r * S + a - pad: the rows that
         // fall inside the input, [first, first + count), are copied from it; the rest is padding.
         const int64_t phase[2] = {a, b};
-        int64_t first[2], count[2], source[2];
+        PlaneRegion region;
         for (int k = 0; k < 2; ++k) {
+          int64_t stride = layout.stride[k], extent = layout.extent[k];
           int64_t shift = phase[k] - win.low[k];
-          first[k] = shift >= 0 ? 0 : (-shift + stride[k] - 1) / stride[k];
+          region.first[k] = shift >= 0 ? 0 : (-shift + stride - 1) / stride;
           int64_t reach = in[k] - 1 - shift;  // floor division: may be negative
           int64_t last =
-              std::min(extent[k] - 1,
-                       reach >= 0 ? reach / stride[k] : -((-reach + stride[k] - 1) / stride[k]));
-          count[k] = std::max<int64_t>(0, last - first[k] + 1);
-          if (count[k] == 0) first[k] = extent[k];
-          source[k] = first[k] * stride[k] + shift;
+              std::min(extent - 1, reach >= 0 ? reach / stride : -((-reach + stride - 1) / stride));
+          region.count[k] = std::max<int64_t>(0, last - region.first[k] + 1);
+          if (region.count[k] == 0) region.first[k] = extent;
+          region.source[k] = region.first[k] * stride + shift;
         }
-        int64_t p = a * stride[1] + b;
-        // The padding around the copied rectangle: rows above and below it, then the columns
-        // left and right of it.
-        const int64_t rows_below = extent[0] - first[0] - count[0];
-        const int64_t cols_right = extent[1] - first[1] - count[1];
-        fill_region(planes, {p, 0, 0, 0}, {1, c, first[0], extent[1]});
-        fill_region(planes, {p, 0, first[0] + count[0], 0}, {1, c, rows_below, extent[1]});
-        fill_region(planes, {p, 0, first[0], 0}, {1, c, count[0], first[1]});
-        fill_region(planes, {p, 0, first[0], first[1] + count[1]}, {1, c, count[0], cols_right});
-        if (count[0] == 0 || count[1] == 0) continue;
-        // A copy of every S-th input pixel, written into its place in the planes (the copy's own
-        // buffer becomes a view of theirs): the kernel that computes the input can write it.
-        std::string map = "affine_map<(d0, d1, d2, d3) -> (d0, d1, d2 * " +
-                          std::to_string(stride[0]) + " + " + std::to_string(source[0]) +
-                          ", d3 * " + std::to_string(stride[1]) + " + " +
-                          std::to_string(source[1]) + ")>";
-        Value copied = gathered(x, map, {1, c, count[0], count[1]});
-        insert_region(planes, copied, {p, 0, first[0], first[1]});
+        layout.planes.push_back(region);
       }
+    return layout;
+  }
+
+  // The padded input of a strided window operation on one NCHW image split into its phase planes,
+  // one tensor (SH*SW, C, EH, EW), or (C, SH*SW, EH, EW) when `channel_major`: plane a * SW + b
+  // holds the padded pixels at rows a, a+SH, ... and columns b, b+SW, ..., copied from the input
+  // (every S-th pixel), its padding filled around them. A KHxKW window's tap (i, j) at output
+  // pixel (r, q) is then plane (i % SH) * SW + j % SW at (r + i / SH, q + j / SW): unit stride
+  // along the output row.
+  Value phase_planes(Value& x, const Window& win, int64_t kh, int64_t kw,
+                     bool channel_major = false) {
+    int64_t c = x.shape[1];
+    PhasePlanes layout = phase_plane_layout({x.shape[2], x.shape[3]}, win, kh, kw);
+    const int64_t* extent = layout.extent;
+    // Offsets and sizes of (plane, channel, row, column) in the chosen layout.
+    auto at = [&](int64_t p, int64_t ch, int64_t r, int64_t q) -> Shape {
+      return channel_major ? Shape{ch, p, r, q} : Shape{p, ch, r, q};
+    };
+    Value planes = empty_value(x.elem, at(layout.count(), c, extent[0], extent[1]));
+    for (int64_t p = 0; p < layout.count(); ++p) {
+      const PlaneRegion& region = layout.planes[p];
+      const int64_t* first = region.first;
+      const int64_t* count = region.count;
+      // The padding around the copied rectangle: rows above and below it, then the columns
+      // left and right of it.
+      const int64_t rows_below = extent[0] - first[0] - count[0];
+      const int64_t cols_right = extent[1] - first[1] - count[1];
+      fill_region(planes, at(p, 0, 0, 0), at(1, c, first[0], extent[1]));
+      fill_region(planes, at(p, 0, first[0] + count[0], 0), at(1, c, rows_below, extent[1]));
+      fill_region(planes, at(p, 0, first[0], 0), at(1, c, count[0], first[1]));
+      fill_region(planes, at(p, 0, first[0], first[1] + count[1]), at(1, c, count[0], cols_right));
+      if (count[0] == 0 || count[1] == 0) continue;
+      // A copy of every S-th input pixel, written into its place in the planes (the copy's own
+      // buffer becomes a view of theirs): the kernel that computes the input can write it.
+      std::string channel = channel_major ? "d0" : "d1", image = channel_major ? "d1" : "d0";
+      std::string map =
+          "affine_map<(d0, d1, d2, d3) -> (" + image + ", " + channel + ", d2 * " +
+          std::to_string(layout.stride[0]) + " + " + std::to_string(region.source[0]) + ", d3 * " +
+          std::to_string(layout.stride[1]) + " + " + std::to_string(region.source[1]) + ")>";
+      Value copied = gathered(x, map, at(1, c, count[0], count[1]));
+      insert_region(planes, copied, at(p, 0, first[0], first[1]));
+    }
     return planes;
   }
 

@@ -209,6 +209,27 @@ class StridedDepthwise(torch.nn.Module):
         return torch.cat([torch.flatten(o, 1) for o in outs], 1)
 
 
+class ExpandedDepthwise(torch.nn.Module):
+    """Pointwise expansions read only by a strided depthwise convolution, with phase planes of
+    8192 columns or more (computed on the phase planes of their own input): ReLU6 then 3x3
+    stride 2, SiLU then 5x5 stride 2, ReLU without a bias then 3x3 stride 3 unpadded; odd sizes."""
+    def __init__(self):
+        super().__init__()
+        self.expand6 = torch.nn.Conv2d(5, 12, 1)
+        self.dw6 = torch.nn.Conv2d(12, 12, 3, stride=2, padding=1, groups=12)
+        self.expand_silu = torch.nn.Conv2d(5, 8, 1)
+        self.dw_silu = torch.nn.Conv2d(8, 8, 5, stride=2, padding=2, groups=8)
+        self.expand_relu = torch.nn.Conv2d(5, 6, 1, bias=False)
+        self.dw_relu = torch.nn.Conv2d(6, 6, 3, stride=3, groups=6)
+
+    def forward(self, x):
+        f = torch.nn.functional
+        outs = [f.relu6(self.dw6(f.relu6(self.expand6(x)))),
+                self.dw_silu(f.silu(self.expand_silu(x))),
+                torch.relu(self.dw_relu(torch.relu(self.expand_relu(x))))]
+        return torch.cat([torch.flatten(o, 1) for o in outs], 1)
+
+
 class ShortRowPools(torch.nn.Module):
     """Max pools whose output rows are too short to vectorise along (computed channels-last):
     windows hanging over the end (ceil mode), padding, dilation, rows of 3 to 6."""
@@ -261,6 +282,8 @@ def build(name):
         return PointwiseChains(), (1, 5, 9, 61)
     if name == "strided_depthwise":
         return StridedDepthwise(), (1, 6, 37, 41)
+    if name == "expanded_depthwise":
+        return ExpandedDepthwise(), (1, 5, 93, 91)
     if name == "winograd_convs":
         return WinogradConvs(), (1, 64, 20, 18)
     if name == "short_row_pools":
@@ -336,7 +359,8 @@ def main():
     out = sys.argv[1]
     names = sys.argv[2:] or ["mlp", "small_cnn", "depthwise", "squeeze_excite", "shifted_convs",
                              "short_row_pools", "tap_pools", "pointwise_chains", "channels_last_blocks",
-                             "strided_depthwise", "winograd_convs", "transformer", "recurrent", "resnet18", "mobilenet_v2", "extras"]
+                             "strided_depthwise", "expanded_depthwise",
+                             "winograd_convs", "transformer", "recurrent", "resnet18", "mobilenet_v2", "extras"]
     os.makedirs(out, exist_ok=True)
     for name in names:
         if name == "extras":

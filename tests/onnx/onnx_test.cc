@@ -183,6 +183,25 @@ TEST(OnnxModelsTest, StridedDepthwiseConvolutionsVectorise) {
       << vectorized;
 }
 
+// Pointwise expansions computed on the phase planes of their input, their activation and the
+// planes' zero padding in the product's epilogue: ReLU6, SiLU and ReLU, strides 2 and 3.
+TEST(OnnxModelsTest, ExpansionsOnPhasePlanesMatchPyTorchAtEveryLevelAndThreadCount) {
+  expect_matches_pytorch_at_every_level_and_thread_count("expanded_depthwise");
+}
+
+// Each expansion is one product whose columns are the phase planes (4 planes of 48x47 pixels,
+// 4 of 49x48, 9 of 31x30), not one over the input's 93x91 pixels whose output is then split.
+TEST(OnnxModelsTest, ExpansionsOnPhasePlanesAreProductsOverThePlanes) {
+  std::string input = dumped_stage("expanded_depthwise", "0-input.mlir");
+  ASSERT_NE(input.find("func.func @main("), std::string::npos) << input.substr(0, 2000);
+  for (const char* product :
+       {"tensor<12x5xf32>, tensor<5x9024xf32>", "tensor<8x5xf32>, tensor<5x9408xf32>",
+        "tensor<6x5xf32>, tensor<5x8370xf32>"})
+    EXPECT_NE(input.find(product), std::string::npos) << product;
+  std::string bufferized = dumped_stage("expanded_depthwise", "1-bufferized.mlir");
+  EXPECT_EQ(bufferized.find("x8463xf32>"), std::string::npos) << bufferized;
+}
+
 // 3x3 convolutions by Winograd's F(2x2, 3x3): 16 products of transformed weights and inputs,
 // chained, with and without bias, on odd sides, channels-last where the blocks are fewer than the
 // filters, beside the direct path. Bound weights are transformed at load; `kiln compile` folds
