@@ -276,11 +276,9 @@ void mark_absorbable_fills(mlir::ModuleOp module) {
     auto linalg_op = mlir::cast<mlir::linalg::LinalgOp>(op);
     // The result's own buffer, or its tile of one (an epilogue-fused product's forall tile).
     mlir::Value out = linalg_op.getDpsInitOperand(0)->get();
+    auto tile = out.getDefiningOp<mlir::memref::SubViewOp>();
     if (!out.getDefiningOp<mlir::memref::AllocOp>() &&
-        !(out.getDefiningOp<mlir::memref::SubViewOp>() &&
-          out.getDefiningOp<mlir::memref::SubViewOp>()
-              .getSource()
-              .getDefiningOp<mlir::memref::AllocOp>()))
+        !(tile && tile.getSource().getDefiningOp<mlir::memref::AllocOp>()))
       return;
     // No reduction step at all would leave the buffer unwritten.
     auto lhs = mlir::dyn_cast<mlir::MemRefType>(op->getOperand(0).getType());

@@ -3158,7 +3158,10 @@ class Importer {
       y = conv_as_shifted_matmuls(padded, w, win.dilations, win.out);
     } else if (phase_planes_apply(x, w, win, group)) {
       std::optional<Expansion> expansion = expansion_of(node_->input(0));
-      if (expansion && plane_columns(win, w) < kMinExpansionColumns) expansion.reset();
+      if (expansion &&
+          phase_plane_layout({x.shape[2], x.shape[3]}, win, w.shape[2], w.shape[3]).columns() <
+              kMinExpansionColumns)
+        expansion.reset();
       y = expansion ? expanded_phase_taps(*expansion, w, win) : depthwise_phase_taps(x, w, win);
     } else {
       Value padded = pad(x, low, high, 0);
@@ -3274,14 +3277,6 @@ class Importer {
   };
   using Clamp = Expansion::Clamp;
 
-  // The attribute `name` of `node`, or null.
-  static const onnx::AttributeProto* node_attr(const onnx::NodeProto& node,
-                                               const std::string& name) {
-    for (const auto& a : node.attribute())
-      if (a.name() == name) return &a;
-    return nullptr;
-  }
-
   // Whether `conv` is a 1x1 convolution of stride 1 without padding or groups.
   static bool pointwise_conv(const onnx::NodeProto& conv) {
     if (conv.op_type() != "Conv" || conv.input_size() < 2 || conv.output_size() != 1) return false;
@@ -3365,11 +3360,6 @@ class Importer {
     return e;
   }
 
-  // The columns of a strided depthwise convolution's phase planes: SH*SW*EH*EW.
-  static int64_t plane_columns(const Window& win, const Value& w) {
-    return win.strides[0] * win.strides[1] * (win.out[0] + (w.shape[2] - 1) / win.strides[0]) *
-           (win.out[1] + (w.shape[3] - 1) / win.strides[1]);
-  }
   // Expansions whose planes have fewer columns stay separate kernels: their output is small enough
   // to be read again from cache, and the planes' odd widths cost the product more than the copies
   // (mobilenet_v2 A/B at T=1, against no expansion on planes: all three 0.972, only the 112x112
@@ -3387,7 +3377,7 @@ class Importer {
     Value input_planes = phase_planes(e.input, win, w.shape[2], w.shape[3], true);
     PhasePlanes layout =
         phase_plane_layout({e.input.shape[2], e.input.shape[3]}, win, w.shape[2], w.shape[3]);
-    int64_t plane = layout.extent[0] * layout.extent[1], columns = layout.count() * plane;
+    int64_t plane = layout.extent[0] * layout.extent[1], columns = layout.columns();
     Value cols = reshape(input_planes, {c, columns});
     Value weights = reshape(e.weights, {f, c});
     Value product = matmul(weights, cols);
@@ -3438,6 +3428,7 @@ class Importer {
     int64_t stride[2], extent[2];
     std::vector<PlaneRegion> planes;
     int64_t count() const { return stride[0] * stride[1]; }
+    int64_t columns() const { return count() * extent[0] * extent[1]; }  // SH*SW*EH*EW
   };
   static PhasePlanes phase_plane_layout(const Shape& in_spatial, const Window& win, int64_t kh,
                                         int64_t kw) {
