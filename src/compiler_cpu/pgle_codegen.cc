@@ -293,9 +293,15 @@ std::vector<TileGroup> prepare_contractions(mlir::ModuleOp module) {
     for (int d = 0; d < 2; ++d) {
       sizes[d] = out && out.hasStaticShape() ? out.getShape()[out.getRank() - 2 + d]
                                              : mlir::ShapedType::kDynamic;
-      cache[d] = sizes[d] == mlir::ShapedType::kDynamic
-                     ? c.cache[d]
-                     : balanced_cache_tile(sizes[d], c.cache[d], c.reg[d]);
+      // A dimension no larger than its cache tile is one tile of exactly its size: a larger tile
+      // would leave its size as min(tile, size - offset), which the register tiling cannot see
+      // is a multiple of the register tile, and every register tile (each FMA) would be masked.
+      if (sizes[d] == mlir::ShapedType::kDynamic)
+        cache[d] = c.cache[d];
+      else if (sizes[d] <= c.cache[d])
+        cache[d] = sizes[d];
+      else
+        cache[d] = balanced_cache_tile(sizes[d], c.cache[d], c.reg[d]);
     }
     // Peel the register loop of m (bit 0) and n (bit 1) unless it is statically divisible:
     // peeling such a loop has nothing to split and fails.

@@ -69,6 +69,21 @@ TEST_P(NumericsTest, MatmulWithRegisterRowsFittedToFewRows) {
   expect_product(*this, "matmul_fitted_rows.mlir", "rows25", 25, 70, 45, {25, 45}, 7);
 }
 
+TEST_P(NumericsTest, MatmulOfOneCacheTile) {
+  expect_product(*this, "matmul_one_tile.mlir", "rows49", 49, 70, 64, {49, 64}, 17);
+  expect_product(*this, "matmul_one_tile.mlir", "rows40", 40, 24, 96, {40, 96}, 19);
+}
+
+// A product no larger than one cache tile is tiled by its own size: with the tile's size left as
+// min(tile, size - offset), the register tiles could not be seen to be whole and every FMA was
+// masked (a select after each one; resnet18's 49-row products, mobilenet_v2's 48-row tiles).
+TEST(ProductRegisterTiles, AreUnmaskedWhenTheyDivideTheProduct) {
+  std::string vectorized = compiled_stage("matmul_one_tile.mlir", "2-vectorized.mlir");
+  EXPECT_NE(vectorized.find("vector.fma"), std::string::npos) << "no tiled product";
+  EXPECT_EQ(vectorized.find("arith.select"), std::string::npos) << vectorized.substr(0, 4000);
+  EXPECT_EQ(vectorized.find("vector.create_mask"), std::string::npos) << vectorized.substr(0, 4000);
+}
+
 TEST_P(NumericsTest, MatmulWhoseResultIsReshaped) {
   expect_product(*this, "matmul_reshaped.mlir", "matmul_reshaped", 70, 300, 150, {7, 10, 150}, 11);
 }
