@@ -506,16 +506,19 @@ void reshapes_to_reinterpret_casts(mlir::ModuleOp module) {
   for (mlir::Operation* op : reshapes) {
     auto source = mlir::dyn_cast<mlir::MemRefType>(op->getOperand(0).getType());
     auto target = mlir::dyn_cast<mlir::MemRefType>(op->getResult(0).getType());
-    if (!source || !target || !source.hasStaticShape() || !target.hasStaticShape() ||
-        !source.getLayout().isIdentity() || !target.getLayout().isIdentity())
+    if (!source || !target || !source.hasStaticShape() || !target.hasStaticShape()) continue;
+    // Static strided layouts (a reshape of a slice of wider rows) too: the cast names the
+    // target's offset and strides on the same base buffer.
+    llvm::SmallVector<int64_t> strides;
+    int64_t offset = 0;
+    if (mlir::failed(target.getStridesAndOffset(strides, offset)) ||
+        mlir::ShapedType::isDynamic(offset) ||
+        llvm::any_of(strides, [](int64_t s) { return mlir::ShapedType::isDynamic(s); }))
       continue;
     if (!feeds_vectorized_kernel(op)) continue;
-    llvm::SmallVector<int64_t> strides(target.getRank(), 1);
-    for (int64_t d = target.getRank() - 2; d >= 0; --d)
-      strides[d] = strides[d + 1] * target.getDimSize(d + 1);
     mlir::OpBuilder b(op);
     auto cast = mlir::memref::ReinterpretCastOp::create(b, op->getLoc(), target, op->getOperand(0),
-                                                        0, target.getShape(), strides);
+                                                        offset, target.getShape(), strides);
     op->getResult(0).replaceAllUsesWith(cast.getResult());
     op->erase();
   }

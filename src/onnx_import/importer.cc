@@ -1027,6 +1027,29 @@ class Importer {
     return out;
   }
 
+  // `v` (2-D) with its second dimension split into `parts`, or `v` with every dimension after the
+  // first merged into one (`parts` empty): one reassociation group per side, so the view stays
+  // valid on a strided buffer (a slice of wider rows), where reshape's 1-D view would not.
+  Value regroup_columns(Value& v, const Shape& parts) {
+    Value out;
+    out.elem = v.elem;
+    out.ssa = fresh();
+    std::string group;
+    size_t inner = parts.empty() ? v.shape.size() - 1 : parts.size();
+    for (size_t k = 1; k <= inner; ++k) group += (k > 1 ? ", " : "") + std::to_string(k);
+    if (parts.empty()) {
+      out.shape = {v.shape[0], product(Shape(v.shape.begin() + 1, v.shape.end()))};
+      line(out.ssa + " = tensor.collapse_shape " + ssa(v) + " [[0], [" + group +
+           "]] : " + v.type() + " into " + out.type());
+    } else {
+      out.shape = {v.shape[0]};
+      out.shape.insert(out.shape.end(), parts.begin(), parts.end());
+      line(out.ssa + " = tensor.expand_shape " + ssa(v) + " [[0], [" + group + "]] output_shape [" +
+           i64_list(out.shape) + "] : " + v.type() + " into " + out.type());
+    }
+    return out;
+  }
+
   // The same transpose on fewer dimensions, when some are 1 or stay next to each other (NCHW to
   // NHWC of one image is (C, H*W) to (H*W, C)): long rows for the kernel, and a copy when nothing
   // really moves. Static shapes only; nullopt when nothing merges.
@@ -3360,11 +3383,13 @@ class Importer {
     return e;
   }
 
-  // Expansions whose planes have fewer columns stay separate kernels: their output is small enough
-  // to be read again from cache, and the planes' odd widths cost the product more than the copies
-  // (mobilenet_v2 A/B at T=1, against no expansion on planes: all three 0.972, only the 112x112
-  // one, 12996 columns, 0.960; efficientnet_b0's 3600- and 900-column ones 1.02 each).
-  static constexpr int64_t kMinExpansionColumns = 8192;
+  // Expansions whose planes have fewer columns stay separate kernels: rounding so few columns up
+  // to whole product tiles would waste much of the product. (Unpadded, the planes' odd widths
+  // made every expansion below 8192 columns slower on planes; padded, all of mobilenet_v2's and
+  // efficientnet_b0's are faster, the smallest with 900 columns: docs/BENCHMARKS.md, session 30.)
+  static constexpr int64_t kMinExpansionColumns = 512;
+  // The default product tile's columns (compiler_cpu/pgle_codegen.cc, epilogue_fusion.cc).
+  static constexpr int64_t kPlaneColumnGranule = 128;
 
   // A strided depthwise convolution of an Expansion's output, the expansion computed on the
   // phase planes of its own input: the product's columns are those planes, (C, SH*SW*EH*EW), so
@@ -3374,21 +3399,32 @@ class Importer {
   // 112x112: 0.36 ms of copies after a 0.50 ms product).
   Value expanded_phase_taps(Expansion& e, Value& w, const Window& win) {
     int64_t c = e.input.shape[1], f = e.weights.shape[0];
-    Value input_planes = phase_planes(e.input, win, w.shape[2], w.shape[3], true);
     PhasePlanes layout =
         phase_plane_layout({e.input.shape[2], e.input.shape[3]}, win, w.shape[2], w.shape[3]);
     int64_t plane = layout.extent[0] * layout.extent[1], columns = layout.columns();
-    Value cols = reshape(input_planes, {c, columns});
+    // The product's columns rounded up to whole cache tiles, the extra ones zero: its tiles and
+    // their register tiles are then whole (no masked remainder), and so are the epilogue's rows.
+    int64_t padded =
+        (columns + kPlaneColumnGranule - 1) / kPlaneColumnGranule * kPlaneColumnGranule;
+    const Shape planes_shape = {layout.count(), layout.extent[0], layout.extent[1]};
+    // The planes are written into the first `columns` columns of the padded operand directly.
+    Value cols = empty_value(e.input.elem, {c, padded});
+    fill_region(cols, {0, columns}, {c, padded - columns});
+    Value head = slice(cols, {0, 0}, {c, columns}, {1, 1});
+    Value head_planes = regroup_columns(head, planes_shape);
+    Value input_planes = phase_planes(e.input, win, w.shape[2], w.shape[3], true, &head_planes);
+    Value written = regroup_columns(input_planes, {});
+    insert_region(cols, written, {0, 0});
     Value weights = reshape(e.weights, {f, c});
     Value product = matmul(weights, cols);
-    std::vector<double> inside(columns, 0.0);
+    std::vector<double> inside(padded, 0.0);
     for (int64_t p = 0; p < layout.count(); ++p) {
       const PlaneRegion& region = layout.planes[p];
       for (int64_t r = region.first[0]; r < region.first[0] + region.count[0]; ++r)
         for (int64_t q = region.first[1]; q < region.first[1] + region.count[1]; ++q)
           inside[p * plane + r * layout.extent[1] + q] = 1.0;
     }
-    Value mask = make_const_floats("f32", {columns}, std::move(inside));
+    Value mask = make_const_floats("f32", {padded}, std::move(inside));
     std::vector<Value*> ins = {&product, &mask};
     Value bias;
     if (e.bias) {
@@ -3398,7 +3434,7 @@ class Importer {
     std::vector<Clamp> clamps = e.clamps;
     bool silu = e.silu;
     Value activated =
-        elementwise(ins, "f32", {f, columns}, [&, clamps, silu](const std::vector<std::string>& a) {
+        elementwise(ins, "f32", {f, padded}, [&, clamps, silu](const std::vector<std::string>& a) {
           std::string v = a.size() > 2 ? op("arith.addf", {a[0], a[2]}, "f32") : a[0];
           if (silu) {  // as Sigmoid and Mul compute it unfused
             std::string e = op("math.exp", {op("arith.negf", {v}, "f32")}, "f32");
@@ -3413,7 +3449,8 @@ class Importer {
           std::string in = cmp("f32", "one", "ne", a[1], k_in_body("f32", 0));
           return select(in, v, k_in_body("f32", 0), "f32");
         });
-    Value planes = reshape(activated, {f, layout.count(), layout.extent[0], layout.extent[1]});
+    Value used = slice(activated, {0, 0}, {f, columns}, {1, 1});
+    Value planes = regroup_columns(used, planes_shape);
     return taps_over_planes(planes, w, win, true);
   }
 
@@ -3467,7 +3504,7 @@ class Importer {
   // pixel (r, q) is then plane (i % SH) * SW + j % SW at (r + i / SH, q + j / SW): unit stride
   // along the output row.
   Value phase_planes(Value& x, const Window& win, int64_t kh, int64_t kw,
-                     bool channel_major = false) {
+                     bool channel_major = false, const Value* into = nullptr) {
     int64_t c = x.shape[1];
     PhasePlanes layout = phase_plane_layout({x.shape[2], x.shape[3]}, win, kh, kw);
     const int64_t* extent = layout.extent;
@@ -3475,7 +3512,7 @@ class Importer {
     auto at = [&](int64_t p, int64_t ch, int64_t r, int64_t q) -> Shape {
       return channel_major ? Shape{ch, p, r, q} : Shape{p, ch, r, q};
     };
-    Value planes = empty_value(x.elem, at(layout.count(), c, extent[0], extent[1]));
+    Value planes = into ? *into : empty_value(x.elem, at(layout.count(), c, extent[0], extent[1]));
     for (int64_t p = 0; p < layout.count(); ++p) {
       const PlaneRegion& region = layout.planes[p];
       const int64_t* first = region.first;

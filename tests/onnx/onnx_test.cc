@@ -190,16 +190,26 @@ TEST(OnnxModelsTest, ExpansionsOnPhasePlanesMatchPyTorchAtEveryLevelAndThreadCou
 }
 
 // Each expansion is one product whose columns are the phase planes (4 planes of 48x47 pixels,
-// 4 of 49x48, 9 of 31x30), not one over the input's 93x91 pixels whose output is then split.
+// 4 of 49x48, 9 of 31x30), not one over the input's 93x91 pixels whose output is then split. The
+// columns are rounded up to whole 128-column tiles (9024 -> 9088, 9408 -> 9472, 8370 -> 8448),
+// and the planes are views of the product's operand and result, written and read in place.
 TEST(OnnxModelsTest, ExpansionsOnPhasePlanesAreProductsOverThePlanes) {
   std::string input = dumped_stage("expanded_depthwise", "0-input.mlir");
   ASSERT_NE(input.find("func.func @main("), std::string::npos) << input.substr(0, 2000);
   for (const char* product :
-       {"tensor<12x5xf32>, tensor<5x9024xf32>", "tensor<8x5xf32>, tensor<5x9408xf32>",
-        "tensor<6x5xf32>, tensor<5x8370xf32>"})
+       {"tensor<12x5xf32>, tensor<5x9088xf32>", "tensor<8x5xf32>, tensor<5x9472xf32>",
+        "tensor<6x5xf32>, tensor<5x8448xf32>"})
     EXPECT_NE(input.find(product), std::string::npos) << product;
   std::string bufferized = dumped_stage("expanded_depthwise", "1-bufferized.mlir");
   EXPECT_EQ(bufferized.find("x8463xf32>"), std::string::npos) << bufferized;
+  for (const char* planes : {"memref<5x4x48x47xf32, strided<[9088, 2256, 47, 1]>>",
+                             "memref<12x4x48x47xf32, strided<[9088, 2256, 47, 1]>>"})
+    EXPECT_NE(bufferized.find(planes), std::string::npos) << planes;
+  EXPECT_EQ(bufferized.find("memref<5x4x48x47xf32>"), std::string::npos) << "planes copied";
+  // Reshapes of those strided views still let the products be tiled and vectorised.
+  std::string vectorized = dumped_stage("expanded_depthwise", "2-vectorized.mlir");
+  EXPECT_NE(vectorized.find("vector.fma"), std::string::npos);
+  EXPECT_EQ(vectorized.find("linalg.matmul"), std::string::npos) << "products left as loops";
 }
 
 // 3x3 convolutions by Winograd's F(2x2, 3x3): 16 products of transformed weights and inputs,
