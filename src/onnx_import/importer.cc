@@ -3385,8 +3385,8 @@ class Importer {
 
   // Expansions whose planes have fewer columns stay separate kernels: rounding so few columns up
   // to whole product tiles would waste much of the product. (Unpadded, the planes' odd widths
-  // made every expansion below 8192 columns slower on planes; padded, all of mobilenet_v2's and
-  // efficientnet_b0's are faster, the smallest with 900 columns: docs/BENCHMARKS.md, session 30.)
+  // made every expansion below 8192 columns slower on planes; padded, those of mobilenet_v2 and
+  // efficientnet_b0 with 900 columns or more are all faster: docs/BENCHMARKS.md, session 30.)
   static constexpr int64_t kMinExpansionColumns = 512;
   // The default product tile's columns (compiler_cpu/pgle_codegen.cc, epilogue_fusion.cc).
   static constexpr int64_t kPlaneColumnGranule = 128;
@@ -3502,7 +3502,8 @@ class Importer {
   // holds the padded pixels at rows a, a+SH, ... and columns b, b+SW, ..., copied from the input
   // (every S-th pixel), its padding filled around them. A KHxKW window's tap (i, j) at output
   // pixel (r, q) is then plane (i % SH) * SW + j % SW at (r + i / SH, q + j / SW): unit stride
-  // along the output row.
+  // along the output row. Written into `into` (a tensor of that shape, e.g. a view of a wider
+  // buffer) when given, else into a fresh tensor.
   Value phase_planes(Value& x, const Window& win, int64_t kh, int64_t kw,
                      bool channel_major = false, const Value* into = nullptr) {
     int64_t c = x.shape[1];
