@@ -255,7 +255,11 @@ std::vector<KernelInfo> instrument_kernels(mlir::ModuleOp module, const PglePlan
 int64_t balanced_cache_tile(int64_t size, int64_t tile, int64_t granule) {
   // Enough tiles share out evenly as they are; one tile is not split at all.
   constexpr double kEvenEnough = 1.07;
-  if (size <= tile || (size + tile - 1) / tile >= kEnoughIterationsToShare) return tile;
+  // A dimension no larger than the tile is one tile of exactly its size: a larger tile would
+  // leave its size as min(tile, size - offset), which the register tiling cannot see is a
+  // multiple of the register tile, and every register tile (each FMA) would be masked.
+  if (size <= tile) return size;
+  if ((size + tile - 1) / tile >= kEnoughIterationsToShare) return tile;
   int64_t best = tile;
   double best_imbalance = two_thread_imbalance(size, tile);
   // An even number of tiles, the fewest that splits evenly enough (the larger a row tile, the
@@ -293,15 +297,9 @@ std::vector<TileGroup> prepare_contractions(mlir::ModuleOp module) {
     for (int d = 0; d < 2; ++d) {
       sizes[d] = out && out.hasStaticShape() ? out.getShape()[out.getRank() - 2 + d]
                                              : mlir::ShapedType::kDynamic;
-      // A dimension no larger than its cache tile is one tile of exactly its size: a larger tile
-      // would leave its size as min(tile, size - offset), which the register tiling cannot see
-      // is a multiple of the register tile, and every register tile (each FMA) would be masked.
-      if (sizes[d] == mlir::ShapedType::kDynamic)
-        cache[d] = c.cache[d];
-      else if (sizes[d] <= c.cache[d])
-        cache[d] = sizes[d];
-      else
-        cache[d] = balanced_cache_tile(sizes[d], c.cache[d], c.reg[d]);
+      cache[d] = sizes[d] == mlir::ShapedType::kDynamic
+                     ? c.cache[d]
+                     : balanced_cache_tile(sizes[d], c.cache[d], c.reg[d]);
     }
     // Peel the register loop of m (bit 0) and n (bit 1) unless it is statically divisible:
     // peeling such a loop has nothing to split and fails.

@@ -42,7 +42,8 @@ struct TileGroup {
 };
 // The cache tile for a dimension of `size` whose candidate tile is `tile` and register tile
 // `granule`: the candidate's, unless its few tiles would share out unevenly between two threads
-// (96 rows in 64-row tiles: 64 and 32), then one of up to twice the size that splits evenly (48).
+// (96 rows in 64-row tiles: 64 and 32), then one of up to twice the size that splits evenly (48);
+// a dimension no larger than the tile is one tile of its own size.
 int64_t balanced_cache_tile(int64_t size, int64_t tile, int64_t granule);
 // Gives contractions without a candidate the default one, records which of their register loops
 // need peeling, and returns the groups present.
